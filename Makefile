@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check pip==26.3 setuptools==84.2.1 wheel==0.48.0
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)

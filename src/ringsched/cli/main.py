@@ -1,0 +1,46 @@
+"""The ``ringsched`` command line. Thin: parse, call the library, print.
+
+Bad input raises ``InputError`` anywhere below; ``main`` turns it into one line on stderr and
+exit code 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ringsched.cli import model_cmd
+from ringsched.errors import InputError
+
+app = typer.Typer(
+    name="ringsched",
+    help="GADGET online scheduling of ring-all-reduce training jobs: model, policies, simulator.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(model_cmd.app, name="model")
+
+
+@app.command()
+def demo(
+    cluster: str = typer.Option("16x8", help="Cluster spec NxG[,key=value...] or a YAML file."),
+) -> None:
+    """Predicted iteration time, throughput and scaling of the built-in models on a cluster."""
+    model_cmd.print_catalogue_tables(cluster)
+
+
+def main() -> None:
+    try:
+        app()
+    except InputError as e:
+        print(f"ringsched: error: {e.line()}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("ringsched: interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""``ringsched model ...``: calibrate, predict, measure fidelity, tabulate the catalogue."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ringsched.errors import InputError
+
+app = typer.Typer(help="The ring-all-reduce performance model: fit, predict, fidelity.", no_args_is_help=True)
+
+# Placements shown by the demo table: (workers, servers).
+DEMO_PLACEMENTS = ((8, 1), (8, 2), (16, 2), (16, 4), (32, 4), (64, 8), (128, 16))
+
+
+@app.command("fit")
+def fit_cmd(
+    data: Path = typer.Argument(..., help="Measured step times (Pollux or num_nodes format CSV)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the parameters here (JSON); default stdout."),
+    model: str = typer.Option("ring", help="Which model to fit: ring (ringsched) or pollux."),
+) -> None:
+    """Fit a step-time model to measured step times."""
+    from ringsched.perfmodel.data import read_placements
+    from ringsched.perfmodel.fit import MODELS, fit
+
+    if model not in MODELS:
+        raise InputError(f"unknown model {model!r}; known: {', '.join(MODELS)}", field="--model")
+    _, table = read_placements(data, require_step_time=True)
+    res = fit(MODELS[model], table)
+    text = json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+        Console(stderr=True).print(
+            f"fitted [bold]{model}[/] on {res.rows} rows: median error {res.median_ape:.1%}, "
+            f"p90 {res.p90_ape:.1%} -> {out}")
+
+
+@app.command("predict")
+def predict_cmd(
+    params: Path = typer.Argument(..., help="Parameters written by `ringsched model fit`."),
+    query: Path = typer.Argument(..., help="Placements to predict (same formats, without step_time)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the CSV here; default stdout."),
+) -> None:
+    """Predict step times: every query column plus step_time_pred (seconds)."""
+    from ringsched.perfmodel.data import read_placements
+    from ringsched.perfmodel.fit import load_fitted
+
+    try:
+        doc = json.loads(Path(params).read_text())
+    except FileNotFoundError:
+        raise InputError("no such file", file=str(params)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"not valid JSON ({e})", file=str(params)) from None
+    try:
+        model, p = load_fitted(doc)
+    except (ValueError, TypeError) as e:
+        raise InputError(str(e), file=str(params), field="params") from None
+    df, table = read_placements(query, require_step_time=False)
+    df = df.copy()
+    df["step_time_pred"] = model.predict(p, table)
+    target = sys.stdout if out is None else open(out, "w", newline="")
+    try:
+        df.to_csv(target, index=False, lineterminator="\n")
+    finally:
+        if out is not None:
+            target.close()
+
+
+def _profile_dirs(dirs: list[Path]) -> list[Path]:
+    found = []
+    for d in dirs:
+        if not d.is_dir():
+            raise InputError("no such directory", file=str(d))
+        if (d / "placements.csv").exists() or (d / "scalability.csv").exists():
+            found.append(d)
+        else:
+            subs = sorted(s for s in d.iterdir() if (s / "placements.csv").exists() or (s / "scalability.csv").exists())
+            if not subs:
+                raise InputError("has no placements.csv or scalability.csv (nor subfolders with them)", file=str(d))
+            found.extend(subs)
+    return found
+
+
+@app.command("fidelity")
+def fidelity_cmd(
+    dirs: list[Path] = typer.Argument(..., help="Pollux-format profile folder(s), or a folder of them."),
+    seeds: int = typer.Option(5, min=1, help="Number of random shape splits."),
+    train_frac: float = typer.Option(0.25, min=0.01, max=0.99, help="Share of placement shapes used for fitting."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+) -> None:
+    """Cross-validated step-time error of ringsched's model vs Pollux's (docs/model.md)."""
+    from ringsched.perfmodel.data import read_pollux_profile_dir
+    from ringsched.perfmodel.fidelity import cross_validate
+
+    results = []
+    for d in _profile_dirs(dirs):
+        results.append(cross_validate(read_pollux_profile_dir(d), d.name, seeds=seeds, train_frac=train_frac))
+    if as_json:
+        print(json.dumps({"seeds": seeds, "train_frac": train_frac, "profiles": [r.to_json() for r in results]},
+                         indent=2, sort_keys=True))
+        return
+    t = Table(title=f"Step-time error on held-out placement shapes ({train_frac:.0%} of shapes fitted, {seeds} seeds)")
+    for col in ("profile", "rows", "shapes", "ringsched median", "ringsched p90", "Pollux median", "Pollux p90"):
+        t.add_column(col, justify="left" if col == "profile" else "right")
+    for r in results:
+        ours_m, ours_p = r.median_ape["ring"], r.p90_ape["ring"]
+        pol_m, pol_p = r.median_ape["pollux"], r.p90_ape["pollux"]
+        fmt = lambda v, other: f"[bold green]{v:.1%}[/]" if v < other else f"{v:.1%}"  # noqa: E731
+        cells = [fmt(ours_m, pol_m), fmt(ours_p, pol_p), fmt(pol_m, ours_m), fmt(pol_p, ours_p)]
+        t.add_row(r.name, str(r.rows), str(r.shapes), *cells)
+    Console().print(t)
+
+
+def print_catalogue_tables(cluster_spec: str, models: list[str] | None = None) -> None:
+    """The demo: iteration time, scaling efficiency and throughput for the built-in models."""
+    import numpy as np
+
+    from ringsched.cluster import load_cluster
+    from ringsched.perfmodel import catalogue
+    from ringsched.perfmodel.physical import ring_params
+    from ringsched.perfmodel.ring import scaling_efficiency, step_time_s, throughput_sps
+
+    cluster = load_cluster(cluster_spec)
+    g = int(cluster.gpus.max())
+    n = cluster.num_servers
+    places = [(w, k) for w, k in DEMO_PLACEMENTS if k <= n and w <= k * g and w >= k]
+    if not places:
+        places = [(min(g, cluster.total_gpus), 1)]
+    names = models or catalogue.profile_names()
+    con = Console()
+    con.print(f"[bold]Cluster[/] {cluster_spec}: {cluster.describe()}")
+    t_step = Table(title="Predicted iteration time, ms (per-worker batch = profile default)")
+    t_eff = Table(title="Scaling efficiency (throughput / (workers x 1-GPU throughput))")
+    for t in (t_step, t_eff):
+        t.add_column("model")
+        t.add_column("batch", justify="right")
+        t.add_column("1 GPU", justify="right")
+        for w, k in places:
+            t.add_column(f"{w} on {k}", justify="right")
+    t_eff.add_column("best samples/s", justify="right")
+    w = np.array([1] + [p[0] for p in places])
+    k = np.array([1] + [p[1] for p in places])
+    for name in names:
+        prof = catalogue.get_profile(name)
+        p = ring_params(prof, cluster)
+        b = prof.default_local_bsz
+        step = step_time_s(p, b, w, k)
+        eff = scaling_efficiency(p, b, w, k)
+        thr = throughput_sps(p, b, w, k)
+        t_step.add_row(prof.name, str(b), *[f"{1e3 * s:.1f}" for s in step])
+        t_eff.add_row(prof.name, str(b), *[f"{e:.0%}" for e in eff], f"{thr.max():,.0f}")
+    con.print(t_step)
+    con.print(t_eff)
+
+
+@app.command("table")
+def table_cmd(
+    cluster: str = typer.Option("16x8", help="Cluster spec NxG[,key=value...] or a YAML file."),
+    model: list[str] = typer.Option(None, "--model", "-m", help="Only these built-in models (repeatable)."),
+) -> None:
+    """Tabulate predictions for built-in models on a cluster (what the demo prints)."""
+    print_catalogue_tables(cluster, model or None)

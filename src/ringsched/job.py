@@ -1,0 +1,50 @@
+"""A ring-all-reduce training job, as schedulers see it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ringsched.objectives.utility import Utility
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job: when it arrives, what it trains, how much work it needs, how it may scale.
+
+    ``work_samples`` is the training work in samples (iterations x global batch). A rigid job
+    has ``min_workers == max_workers`` (its requested GPUs) and is only ever run at that size;
+    an elastic one may run anywhere in [min_workers, max_workers].
+    """
+
+    job_id: str
+    arrival_s: float
+    model: str
+    local_bsz: int
+    work_samples: float
+    min_workers: int
+    max_workers: int
+    utility: Utility
+    requested_gpus: int | None = None
+
+    def __post_init__(self) -> None:
+        if not np.isfinite(self.arrival_s) or self.arrival_s < 0:
+            raise ValueError(f"job {self.job_id}: arrival_s must be >= 0, got {self.arrival_s}")
+        if self.local_bsz < 1:
+            raise ValueError(f"job {self.job_id}: local_bsz must be >= 1, got {self.local_bsz}")
+        if not np.isfinite(self.work_samples) or self.work_samples <= 0:
+            raise ValueError(f"job {self.job_id}: work_samples must be > 0, got {self.work_samples}")
+        if not 1 <= self.min_workers <= self.max_workers:
+            raise ValueError(f"job {self.job_id}: need 1 <= min_workers <= max_workers, "
+                             f"got {self.min_workers}..{self.max_workers}")
+        if self.requested_gpus is None:
+            object.__setattr__(self, "requested_gpus", self.max_workers)
+
+    @property
+    def rigid(self) -> bool:
+        return self.min_workers == self.max_workers
+
+    def iterations(self) -> float:
+        """Iterations needed at the requested size (work / (requested workers x batch))."""
+        return self.work_samples / (self.requested_gpus * self.local_bsz)

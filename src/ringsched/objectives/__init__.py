@@ -1,0 +1,1 @@
+"""Objectives: utilities of a job's completion time (design brief, section 3)."""

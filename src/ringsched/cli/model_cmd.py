@@ -135,6 +135,8 @@ def print_catalogue_tables(cluster_spec: str, models: list[str] | None = None) -
         places = [(min(g, cluster.total_gpus), 1)]
     names = models or catalogue.profile_names()
     con = Console()
+    if not con.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
+        con = Console(width=170)
     con.print(f"[bold]Cluster[/] {cluster_spec}: {cluster.describe()}")
     t_step = Table(title="Predicted iteration time, ms (per-worker batch = profile default)")
     t_eff = Table(title="Scaling efficiency (throughput / (workers x 1-GPU throughput))")

@@ -145,7 +145,7 @@ def read_placements(path: str | Path, *, require_step_time: bool) -> tuple[pd.Da
 
     if "local_bsz" not in df.columns:
         raise InputError("missing column", file=path, field="local_bsz")
-    bsz = _numeric(df, "local_bsz", path, positive=True)
+    bsz = _numeric(df, "local_bsz", path, positive=True, integer=True)
     step = None
     if require_step_time:
         if "step_time" not in df.columns:

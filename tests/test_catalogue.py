@@ -95,16 +95,20 @@ def _close(catalogue_value: float, derived: float) -> bool:
     return math.isclose(catalogue_value, derived, rel_tol=0.02, abs_tol=1e-9)
 
 
+def _assert_matches(name: str, d: dict) -> None:
+    """The catalogue literal of ``name`` agrees with the script's derivation ``d``."""
+    p = CATALOGUE[name]
+    assert _close(p.compute_base_s, d["compute_base_s"]), name
+    assert _close(p.compute_per_sample_s, d["compute_per_sample_s"]), name
+    assert p.grad_bytes == d["grad_bytes"], name
+    assert (p.default_local_bsz, p.max_local_bsz) == (d["default_local_bsz"], d["max_local_bsz"]), name
+
+
 def test_h200_literals_match_rederived_fits(derive):
     derived = derive.h200_profiles(derive.h200_json(derive.shared_dir()))
     assert set(derived) == set(derive.H200_MODELS.values())
     for name, d in derived.items():
-        p = CATALOGUE[name]
-        assert _close(p.compute_base_s, d["compute_base_s"]), name
-        assert _close(p.compute_per_sample_s, d["compute_per_sample_s"]), name
-        assert p.grad_bytes == d["grad_bytes"], name
-        assert (p.default_local_bsz, p.max_local_bsz) == (d["default_local_bsz"],
-                                                          d["max_local_bsz"]), name
+        _assert_matches(name, d)
 
 
 def test_h200_floor_is_smallest_measured_base_and_bounds_converted_bases():
@@ -139,12 +143,7 @@ def test_converted_and_estimated_literals_match_script(derive):
         assert d["compute_base_s"] == pytest.approx(max(d["t4_base_s"] / factor, floor))
     assert conv["ncf"]["base_floored"] and not conv["yolov3"]["base_floored"]
     for name, d in conv.items():
-        p = CATALOGUE[name]
-        assert _close(p.compute_base_s, d["compute_base_s"]), name
-        assert _close(p.compute_per_sample_s, d["compute_per_sample_s"]), name
-        assert p.grad_bytes == d["grad_bytes"], name
-        assert (p.default_local_bsz, p.max_local_bsz) == (d["default_local_bsz"],
-                                                          d["max_local_bsz"]), name
+        _assert_matches(name, d)
 
 
 def test_linear_compute_time_predicts_measured_medians(derive):

@@ -9,15 +9,17 @@ span nodes.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
+
+from ringsched.perfmodel.params_io import DictParams
 
 from ringsched.perfmodel.ring import smooth_max
 
 
 @dataclass(frozen=True)
-class PolluxParams:
+class PolluxParams(DictParams):
     alpha_c: float
     beta_c: float
     alpha_r: float
@@ -25,17 +27,6 @@ class PolluxParams:
     alpha_n: float
     beta_n: float
     gamma: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "PolluxParams":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
 
 
 def pollux_step_time_s(p: PolluxParams, local_bsz, num_replicas, num_nodes):

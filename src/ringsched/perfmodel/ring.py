@@ -23,13 +23,15 @@ m / uplink share when the ring crosses racks. See docs/model.md.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ringsched.perfmodel.params_io import DictParams
+
 
 @dataclass(frozen=True)
-class RingParams:
+class RingParams(DictParams):
     """Parameters of one job type's step time on one kind of cluster (time form).
 
     The transfer terms are "seconds to move one whole gradient through the link", so the
@@ -107,17 +109,6 @@ class RingParams:
             overlap_exponent=overlap_exponent,
             reduce_s=grad_bytes / reduction_Bps if reduction_Bps > 0 else 0.0,
         )
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RingParams":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
 
 
 def smooth_max(a, b, g):

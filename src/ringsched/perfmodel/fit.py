@@ -59,10 +59,24 @@ def _comm_guess(t: PlacementTable, icpt: float, slope: float) -> float:
     return max(float(np.median(extra)), 1e-4 * float(np.median(t.step_time)))
 
 
-class RingModel:
+class _ParamsModel:
+    """Shared plumbing: a parameter vector <-> the model's parameter dataclass."""
+
+    params_cls: type
+    param_names: tuple[str, ...]
+
+    def make(self, theta):
+        return self.params_cls(**dict(zip(self.param_names, map(float, theta))))
+
+    def from_dict(self, d):
+        return self.params_cls.from_dict(d)
+
+
+class RingModel(_ParamsModel):
     """ringsched's model (perfmodel.ring), fitted in its time form."""
 
     name = "ring"
+    params_cls = RingParams
     # rack_transfer_s and reduce_s are not identifiable from single-rack step times:
     # reduce_s folds into the transfer terms, rack_transfer_s stays None (= inter).
     param_names = ("compute_base_s", "compute_per_sample_s", "colocation_slowdown",
@@ -82,20 +96,16 @@ class RingModel:
             out.append(np.array([a, b, 0.02, c / 200, c / 100, c / 20, 0.5, c / 2, c / 50, phi, g]))
         return out
 
-    def make(self, theta):
-        return RingParams(**dict(zip(self.param_names, map(float, theta))))
-
     def predict(self, params, t):
         return step_time_s(params, t.local_bsz, t.num_replicas, t.num_nodes, t.max_per_node)
 
-    def from_dict(self, d):
-        return RingParams.from_dict(d)
 
 
-class PolluxModel:
+class PolluxModel(_ParamsModel):
     """The Pollux (OSDI'21) throughput model, fitted by the same code."""
 
     name = "pollux"
+    params_cls = PolluxParams
     param_names = ("alpha_c", "beta_c", "alpha_r", "beta_r", "alpha_n", "beta_n", "gamma")
 
     def bounds(self):
@@ -108,14 +118,8 @@ class PolluxModel:
         c = _comm_guess(t, a, b)
         return [np.array([a, b, c / 10, c / 100, c, c / 20, g]) for g in (1.5, 3.0, 8.0)]
 
-    def make(self, theta):
-        return PolluxParams(**dict(zip(self.param_names, map(float, theta))))
-
     def predict(self, params, t):
         return pollux_step_time_s(params, t.local_bsz, t.num_replicas, t.num_nodes)
-
-    def from_dict(self, d):
-        return PolluxParams.from_dict(d)
 
 
 MODELS: dict[str, StepModel] = {m.name: m for m in (RingModel(), PolluxModel())}

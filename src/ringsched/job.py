@@ -27,6 +27,7 @@ class Job:
     max_workers: int
     utility: Utility
     requested_gpus: int | None = None
+    tenant: str = ""  # virtual cluster / user, for fair-share policies; "" when unknown
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.arrival_s) or self.arrival_s < 0:

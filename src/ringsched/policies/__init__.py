@@ -1,0 +1,11 @@
+"""Scheduling policies behind one interface (``base.Policy``), registered by name.
+
+Importing this package registers every built-in policy; ``make_policy(name)`` builds one.
+To add a policy: a new module with a ``@register`` class, imported below (docs/policies.md).
+"""
+
+from ringsched.policies import fifo, srtf  # noqa: F401  (registration side effect)
+from ringsched.policies.base import Allocations, JobState, Nodes, Policy
+from ringsched.policies.registry import make_policy, policy_names, register
+
+__all__ = ["Allocations", "JobState", "Nodes", "Policy", "make_policy", "policy_names", "register"]

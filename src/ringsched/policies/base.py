@@ -1,0 +1,146 @@
+"""The one interface every scheduling policy implements, and what policies are shown.
+
+Policies are called the same way by the simulator and the real backends (design brief,
+section 8), as in Pollux's simulator: a single ``optimize(jobs, nodes, previous_allocations)``
+that returns the placement of every active job for the next slot. Following Blox (EuroSys'24)
+a policy is three decisions, and the base class keeps them apart:
+
+* admission (``admit``): may the job enter at all? (a reason string rejects it for good);
+* scheduling: which jobs run, and with how many workers (each policy's own logic);
+* placement: where their rings go (``ringsched.embedding``).
+
+Policies read ``JobState`` objects and must not change them; the caller owns them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ringsched.cluster.model import Cluster
+from ringsched.job import Job
+from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
+
+
+class JobState:
+    """A job as the scheduler sees it while it is active: static facts plus progress so far.
+
+    Progress is stored lazily: ``done_samples`` at time ``mark_s``, then ``rate_sps`` samples
+    per second from ``run_from_s`` (after any restart delay), so nothing needs updating while
+    a job runs undisturbed. Use the ``*_at(now_s)`` methods to read current values.
+    """
+
+    __slots__ = ("job", "index", "placement", "done_samples", "mark_s", "rate_sps", "run_from_s",
+                 "attained_gpu_s", "first_start_s", "last_start_s", "last_stop_s", "preemptions",
+                 "restarts", "failures", "finish_s", "status", "reason", "ckpt_samples",
+                 "ckpt_anchor_s", "version", "isolated_s", "lost_samples", "extra")
+
+    def __init__(self, job: Job, index: int, isolated_s: float):
+        self.job = job
+        self.index = index
+        self.placement: Placement = ()
+        self.done_samples = 0.0
+        self.mark_s = job.arrival_s
+        self.rate_sps = 0.0
+        self.run_from_s = job.arrival_s
+        self.attained_gpu_s = 0.0
+        self.first_start_s: float | None = None
+        self.last_start_s: float | None = None
+        self.last_stop_s: float = job.arrival_s
+        self.preemptions = 0
+        self.restarts = 0
+        self.failures = 0
+        self.finish_s: float | None = None
+        self.status = "pending"  # pending -> active -> completed | rejected | waiting (at the end)
+        self.reason = ""
+        self.ckpt_samples = 0.0
+        self.ckpt_anchor_s = job.arrival_s
+        self.version = 0
+        self.isolated_s = isolated_s  # JCT alone on an empty cluster at max_workers (Themis' rho)
+        self.lost_samples = 0.0
+        self.extra: dict = {}  # scratch space a policy may keep per job (e.g. Tiresias' queue)
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def workers(self) -> int:
+        return len(self.placement)
+
+    def done_at(self, now_s: float) -> float:
+        return min(self.job.work_samples, self.done_samples + self.rate_sps * max(0.0, now_s - self.run_from_s))
+
+    def remaining_at(self, now_s: float) -> float:
+        return max(0.0, self.job.work_samples - self.done_at(now_s))
+
+    def attained_at(self, now_s: float) -> float:
+        """GPU-seconds this job has held so far (Tiresias' attained service)."""
+        return self.attained_gpu_s + len(self.placement) * max(0.0, now_s - self.mark_s)
+
+    def __repr__(self) -> str:
+        return f"JobState({self.job.job_id}, {self.status}, workers={len(self.placement)})"
+
+
+@dataclass
+class Nodes:
+    """The cluster as a policy sees it at a decision: capacity in service now, the clock, and
+    the speed model the policy may plan with."""
+
+    cluster: Cluster
+    up: np.ndarray  # bool per server: in service (not failed)
+    now_s: float
+    slot_s: float
+    speed: SpeedModel
+
+    @property
+    def capacity(self) -> np.ndarray:
+        """GPUs per server usable now (0 on failed servers)."""
+        return np.where(self.up, self.cluster.gpus, 0)
+
+    @property
+    def gpus_per_server(self) -> int:
+        return int(self.cluster.gpus.max())
+
+    def throughput_sps(self, js: JobState, workers: int) -> float:
+        """The job's samples/s at ``workers`` on a consolidated placement (planning estimate)."""
+        j = js.job
+        return self.speed.throughput_sps(j.model, j.local_bsz, consolidated_shape(workers, self.gpus_per_server))
+
+
+Allocations = dict[str, Placement]
+
+
+class Policy(ABC):
+    """Base of every policy. Subclasses set ``name`` and implement ``optimize``.
+
+    ``periodic = True`` asks to be called at every slot boundary while jobs are active (for
+    policies whose decisions change with time alone, e.g. Tiresias' aging); otherwise the
+    caller only asks again after something happened (arrival, completion, failure, repair).
+    ``rigid = True`` runs every job at its requested GPU count.
+    """
+
+    name: ClassVar[str] = ""
+    periodic: ClassVar[bool] = False
+    rigid: ClassVar[bool] = True
+
+    def admit(self, job: Job, nodes: Nodes) -> str | None:
+        """None admits the job; a string rejects it for good, with that reason."""
+        need = job.requested_gpus if self.rigid else job.min_workers
+        total = nodes.cluster.total_gpus
+        if need > total:
+            return f"needs {need} GPUs, the cluster has {total}"
+        return None
+
+    @abstractmethod
+    def optimize(self, jobs: Sequence[JobState], nodes: Nodes,
+                 previous_allocations: Mapping[str, Placement]) -> Allocations:
+        """Placement of every job for the next slot; jobs left out (or given ()) do not run."""
+
+    def demand(self, js: JobState) -> int:
+        """Workers a rigid policy gives a job."""
+        return js.job.requested_gpus if self.rigid else js.job.max_workers

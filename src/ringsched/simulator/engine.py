@@ -1,0 +1,396 @@
+"""The trace-driven cluster simulator (design brief, section 7).
+
+Time is cut into slots of ``slot_s`` seconds. At a slot boundary the policy decides (through
+its one ``optimize`` method) the placement of every active job; inside a slot jobs progress
+at the speed the performance model gives their placement, and a job that finishes inside a
+slot finishes at its exact time (its GPUs are reused from the next boundary on).
+
+Why it is fast: progress is stored lazily per job (``JobState``), completions sit in a heap,
+and when nothing can change the simulator jumps straight to the next boundary at which
+something happens (an arrival, a completion, a failure or repair) instead of stepping
+through idle slots. Policies marked ``periodic`` are asked at every boundary while jobs are
+active.
+
+Modelled costs and events:
+
+* checkpoint-restart: a job whose placement changes (resize, migration, resume after a
+  preemption or failure) makes no progress for ``restart_s`` seconds, holding its GPUs;
+* failures: with ``mtbf_h``, every server fails after exponential times (mean ``mtbf_h``)
+  and is repaired after exponential times (mean ``mttr_h``); jobs on it lose the work done
+  since their last checkpoint (every ``checkpoint_s`` of running, and at every placement
+  change) and go back to the queue;
+* contention (optional): rings crossing the same NIC or rack uplink share it max-min fairly
+  in the simulated world, while policies still plan with their own model.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from ringsched.cluster.model import Cluster
+from ringsched.job import Job
+from ringsched.objectives.energy import EnergyModel
+from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
+from ringsched.policies.base import JobState, Nodes, Policy
+from ringsched.simulator.contention import fair_shares
+from ringsched.simulator.result import SimResult, build_result
+
+
+class PolicyError(RuntimeError):
+    """A policy returned an impossible allocation (a bug in the policy, not bad input)."""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    slot_s: float = 300.0
+    restart_s: float = 30.0
+    checkpoint_s: float = 1800.0
+    mtbf_h: float | None = None
+    mttr_h: float = 2.0
+    contention: bool = False
+    seed: int = 0
+    horizon_s: float | None = None
+    energy: EnergyModel = field(default_factory=EnergyModel)
+
+    def __post_init__(self) -> None:
+        for name in ("slot_s", "checkpoint_s", "mttr_h"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a positive number, got {v}")
+        if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
+            raise ValueError(f"restart_s must be >= 0, got {self.restart_s}")
+        if self.mtbf_h is not None and not (math.isfinite(self.mtbf_h) and self.mtbf_h > 0):
+            raise ValueError(f"mtbf_h must be a positive number, got {self.mtbf_h}")
+
+
+ProgressFn = Callable[[float, int, int], None]
+"""progress(simulated_time_s, jobs_finished, jobs_total)."""
+
+
+class Simulator:
+    """One simulation of ``jobs`` on ``cluster`` under ``policy``. Call ``run()`` once."""
+
+    def __init__(self, jobs: Sequence[Job], cluster: Cluster, policy: Policy,
+                 config: SimConfig | None = None, *, progress: ProgressFn | None = None,
+                 speed: SpeedModel | None = None):
+        self.cluster = cluster
+        self.policy = policy
+        self.cfg = config or SimConfig()
+        self.speed = speed or SpeedModel(cluster)
+        self.progress = progress
+        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival_s, jobs[i].job_id))
+        self.states = [JobState(jobs[i], n, self._isolated_s(jobs[i])) for n, i in enumerate(order)]
+        ids = [js.job_id for js in self.states]
+        if len(set(ids)) != len(ids):
+            raise ValueError("job ids must be unique")
+        n = cluster.num_servers
+        self.up = np.ones(n, dtype=bool)
+        self.used = np.zeros(n, dtype=np.int64)
+        self.active: dict[str, JobState] = {}
+        self.alloc: dict[str, Placement] = {}
+        self._done_heap: list[tuple[float, int, int]] = []
+        self._fail_heap: list[tuple[float, int, str]] = []
+        self._rng = np.random.default_rng(self.cfg.seed)
+        self._last_acc_s = 0.0
+        self.busy_gpu_s = 0.0
+        self.powered_server_s = 0.0
+        self.powered_gpu_s = 0.0
+        self.decisions = 0
+        self.decision_wall_s = 0.0
+        self.timeline: list[tuple] = []
+        self.changes: list[tuple] = []
+        self.finished = 0
+        self.interrupted = False
+        self.server_failures = 0
+
+    # ---------------------------------------------------------------- helpers
+    def _isolated_s(self, job: Job) -> float:
+        w = min(job.max_workers, self.cluster.total_gpus)
+        tput = self.speed.throughput_sps(job.model, job.local_bsz,
+                                         consolidated_shape(w, int(self.cluster.gpus.max())))
+        return job.work_samples / tput
+
+    def _boundary_after(self, t: float) -> float:
+        """The first slot boundary >= t."""
+        s = self.cfg.slot_s
+        return math.ceil(t / s - 1e-12) * s
+
+    def _accumulate(self, t: float) -> None:
+        dt = t - self._last_acc_s
+        if dt > 0:
+            busy = int(self.used.sum())
+            powered = self.used > 0
+            self.busy_gpu_s += busy * dt
+            self.powered_server_s += int(powered.sum()) * dt
+            self.powered_gpu_s += int(self.cluster.gpus[powered].sum()) * dt
+            self._last_acc_s = t
+
+    def _materialize(self, js: JobState, t: float) -> None:
+        """Fold progress and attained service up to ``t`` into the stored values."""
+        if self.cfg.mtbf_h is not None and js.rate_sps > 0:
+            self._roll_checkpoint(js, t)
+        js.done_samples = js.done_at(t)
+        js.attained_gpu_s = js.attained_at(t)
+        js.mark_s = t
+        js.run_from_s = max(js.run_from_s, t)
+
+    def _roll_checkpoint(self, js: JobState, t: float) -> None:
+        ck = self.cfg.checkpoint_s
+        n = math.floor((t - js.ckpt_anchor_s) / ck) if t > js.ckpt_anchor_s else 0
+        if n > 0:
+            at = js.ckpt_anchor_s + n * ck
+            js.ckpt_samples = js.done_at(at)
+            js.ckpt_anchor_s = at
+
+    def _push_completion(self, js: JobState) -> None:
+        js.version += 1
+        if js.rate_sps > 0:
+            c = js.run_from_s + (js.job.work_samples - js.done_samples) / js.rate_sps
+            heapq.heappush(self._done_heap, (c, js.index, js.version))
+
+    def _rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> float:
+        j = js.job
+        return self.speed.throughput_sps(j.model, j.local_bsz, self.speed.shape(placement), inter_Bps)
+
+    def _release(self, placement: Placement) -> None:
+        np.subtract.at(self.used, list(placement), 1)
+
+    # ---------------------------------------------------------------- decisions
+    def _validate(self, new: dict, t: float) -> None:
+        counts = np.zeros_like(self.used)
+        for jid, p in new.items():
+            js = self.active.get(jid)
+            if js is None:
+                raise PolicyError(f"{self.policy.name}: allocation for unknown or inactive job {jid!r} at t={t}")
+            if not p:
+                continue
+            w = len(p)
+            if not js.job.min_workers <= w <= js.job.max_workers:
+                raise PolicyError(f"{self.policy.name}: job {jid} given {w} workers outside "
+                                  f"[{js.job.min_workers}, {js.job.max_workers}] at t={t}")
+            if list(p) != sorted(p) or p[0] < 0 or p[-1] >= self.used.size:
+                raise PolicyError(f"{self.policy.name}: job {jid}: placement {p} is not sorted server indices")
+            np.add.at(counts, list(p), 1)
+        cap = np.where(self.up, self.cluster.gpus, 0)
+        over = np.flatnonzero(counts > cap)
+        if over.size:
+            s = int(over[0])
+            raise PolicyError(f"{self.policy.name}: server {s} given {int(counts[s])} workers, "
+                              f"capacity {int(cap[s])} at t={t}")
+
+    def _decide(self, t: float) -> None:
+        nodes = Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed)
+        w0 = time.perf_counter()
+        new = self.policy.optimize(list(self.active.values()), nodes, MappingProxyType(self.alloc))
+        self.decision_wall_s += time.perf_counter() - w0
+        self.decisions += 1
+        new = {jid: tuple(p) for jid, p in new.items()}
+        self._validate(new, t)
+        self._apply(new, t)
+
+    def _apply(self, new: dict[str, Placement], t: float) -> None:
+        moved = False
+        for jid, js in self.active.items():
+            old = self.alloc.get(jid, ())
+            p = new.get(jid, ())
+            if p == old:
+                continue
+            moved = True
+            self._materialize(js, t)
+            if old:
+                self._release(old)
+                js.last_stop_s = t
+                if not p:
+                    js.preemptions += 1
+            if p:
+                ran_before = js.first_start_s is not None
+                if ran_before:
+                    js.restarts += 1
+                else:
+                    js.first_start_s = t
+                js.last_start_s = t
+                js.run_from_s = t + (self.cfg.restart_s if ran_before else 0.0)
+                js.ckpt_samples, js.ckpt_anchor_s = js.done_samples, js.run_from_s
+                np.add.at(self.used, list(p), 1)
+                self.alloc[jid] = p
+                js.rate_sps = self._rate(js, p)
+            else:
+                self.alloc.pop(jid, None)
+                js.rate_sps = 0.0
+            js.placement = p
+            self.changes.append((t, jid, " ".join(map(str, p))))
+            self._push_completion(js)
+        if moved and self.cfg.contention:
+            self._rerate(t)
+
+    def _rerate(self, t: float) -> None:
+        """Contention world: re-share NICs and uplinks among cross-server rings."""
+        rings = {jid: p for jid, p in self.alloc.items() if p[0] != p[-1]}
+        if not rings:
+            return
+        shares = fair_shares(rings, self.cluster)
+        for jid, share in shares.items():
+            js = self.active[jid]
+            bw = float(f"{share:.3g}")
+            rate = self._rate(js, js.placement, bw)
+            if rate != js.rate_sps:
+                self._materialize(js, t)
+                js.rate_sps = rate
+                self._push_completion(js)
+
+    # ---------------------------------------------------------------- events
+    def _next_event(self) -> tuple[float, str] | None:
+        while self._done_heap:
+            c, idx, ver = self._done_heap[0]
+            js = self.states[idx]
+            if js.version == ver and js.status == "active":
+                break
+            heapq.heappop(self._done_heap)
+        best = None
+        if self._done_heap:
+            best = (self._done_heap[0][0], "done")
+        if self._fail_heap and (best is None or self._fail_heap[0][0] < best[0]):
+            best = (self._fail_heap[0][0], "fail")
+        return best
+
+    def _complete(self) -> None:
+        c, idx, _ = heapq.heappop(self._done_heap)
+        js = self.states[idx]
+        self._accumulate(c)
+        self._materialize(js, c)
+        js.done_samples = js.job.work_samples
+        self._release(js.placement)
+        self.alloc.pop(js.job_id, None)
+        self.changes.append((c, js.job_id, ""))
+        js.placement = ()
+        js.rate_sps = 0.0
+        js.status = "completed"
+        js.finish_s = c
+        del self.active[js.job_id]
+        self.finished += 1
+        if self.cfg.contention:
+            self._rerate(c)
+
+    def _server_event(self) -> None:
+        tf, s, kind = heapq.heappop(self._fail_heap)
+        self._accumulate(tf)
+        mtbf_s, mttr_s = self.cfg.mtbf_h * 3600.0, self.cfg.mttr_h * 3600.0
+        if kind == "repair":
+            self.up[s] = True
+            heapq.heappush(self._fail_heap, (tf + self._rng.exponential(mtbf_s), s, "fail"))
+            return
+        self.up[s] = False
+        self.server_failures += 1
+        heapq.heappush(self._fail_heap, (tf + self._rng.exponential(mttr_s), s, "repair"))
+        for jid in [jid for jid, p in self.alloc.items() if s in p]:
+            js = self.active[jid]
+            self._materialize(js, tf)
+            self._roll_checkpoint(js, tf)
+            js.lost_samples += js.done_samples - js.ckpt_samples
+            js.done_samples = js.ckpt_samples
+            self._release(js.placement)
+            del self.alloc[jid]
+            self.changes.append((tf, jid, ""))
+            js.placement = ()
+            js.rate_sps = 0.0
+            js.failures += 1
+            js.last_stop_s = tf
+            js.version += 1
+        if self.cfg.contention:
+            self._rerate(tf)
+
+    # ---------------------------------------------------------------- main loop
+    def run(self) -> SimResult:
+        wall0 = time.perf_counter()
+        states = self.states
+        n_jobs = len(states)
+        slot = self.cfg.slot_s
+        horizon = self.cfg.horizon_s if self.cfg.horizon_s is not None else math.inf
+        nxt = 0  # next arrival (index into states)
+        t0 = self._boundary_after(states[0].job.arrival_s) if states else 0.0
+        self._last_acc_s = t0
+        if self.cfg.mtbf_h is not None:
+            for s in range(self.cluster.num_servers):
+                self._fail_heap.append((t0 + self._rng.exponential(self.cfg.mtbf_h * 3600.0), s, "fail"))
+            heapq.heapify(self._fail_heap)
+        t = t0
+        changed = True
+        last_report = 0.0
+        try:
+            while t <= horizon:
+                # arrivals up to this boundary: admission
+                nodes = None
+                while nxt < n_jobs and states[nxt].job.arrival_s <= t:
+                    js = states[nxt]
+                    nxt += 1
+                    nodes = nodes or Nodes(self.cluster, self.up.copy(), t, slot, self.speed)
+                    reason = self.policy.admit(js.job, nodes)
+                    if reason is None:
+                        js.status = "active"
+                        self.active[js.job_id] = js
+                    else:
+                        js.status, js.reason = "rejected", reason
+                        self.finished += 1
+                    changed = True
+                if self.active and (changed or self.policy.periodic):
+                    self._decide(t)
+                changed = False
+                self.timeline.append((t, int(self.used.sum()), len(self.alloc),
+                                      len(self.active) - len(self.alloc), int(self.up.sum())))
+                if self.progress is not None:
+                    w = time.perf_counter()
+                    if w - last_report > 0.1:
+                        last_report = w
+                        self.progress(t, self.finished, n_jobs)
+                # the next boundary at which something can change
+                cands = []
+                if nxt < n_jobs:
+                    cands.append(max(t + slot, self._boundary_after(states[nxt].job.arrival_s)))
+                if self.policy.periodic and self.active:
+                    cands.append(t + slot)
+                ev = self._next_event()
+                if ev is not None:
+                    cands.append(max(t + slot, self._boundary_after(ev[0])))
+                if not cands or (not self.alloc and nxt >= n_jobs and self.up.all()):
+                    break  # nothing runs and nothing can happen: the rest wait forever
+                b = min(cands)
+                if b > horizon:
+                    self._accumulate(horizon)
+                    t = horizon
+                    break
+                while ev is not None and ev[0] <= b:
+                    if ev[1] == "done":
+                        self._complete()
+                    else:
+                        self._server_event()
+                    changed = True
+                    b = min(b, max(t + slot, self._boundary_after(ev[0])))
+                    ev = self._next_event()
+                    if not self.active and nxt >= n_jobs:
+                        break
+                self._accumulate(b)
+                t = b
+                if not self.active and nxt >= n_jobs:
+                    break
+        except KeyboardInterrupt:
+            self.interrupted = True
+        end_s = t
+        for js in self.active.values():
+            self._materialize(js, max(end_s, js.mark_s))
+            js.status = "waiting"
+            js.reason = ("interrupted" if self.interrupted else
+                         "unfinished at the horizon" if end_s >= horizon else
+                         f"never scheduled by {self.policy.name}" if js.first_start_s is None else
+                         f"stopped and never resumed by {self.policy.name}")
+        for js in states[nxt:]:
+            js.status, js.reason = "waiting", "not yet arrived when the run stopped"
+        if self.progress is not None:
+            self.progress(end_s, self.finished, n_jobs)
+        return build_result(self, end_s, time.perf_counter() - wall0)

@@ -1,0 +1,75 @@
+"""From a trace frame (``schema.COLUMNS``) to :class:`ringsched.job.Job` objects.
+
+* Model: the trace's own when it names a catalogue model, else a seeded draw, uniform over
+  the built-in catalogue (``perfmodel.catalogue``): row i of the frame (sorted by arrival)
+  gets ``MODELS[rng.integers(len(MODELS))]`` with ``rng = numpy.random.default_rng(seed)``
+  drawn in row order, so the same trace and seed always give the same mapping.
+* Batch: the trace's, else the profile's default per-worker batch.
+* Work: ``work_samples`` when given, else the duration turned into samples through the
+  performance model: duration x throughput of the job at its requested GPU count on a
+  consolidated placement of this cluster. So a trace job takes, alone and at its requested
+  size, the time it took in the source cluster.
+* Worker bounds: elastic jobs may run on 1..requested GPUs; ``elastic=False`` pins them to the
+  requested count (rigid).
+* Utility: ``objectives.defaults.jct_utility`` of the job's run time alone at its size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ringsched.cluster.model import Cluster
+from ringsched.errors import InputError
+from ringsched.job import Job
+from ringsched.objectives.defaults import jct_utility
+from ringsched.perfmodel.catalogue import get_profile, profile_names
+from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
+
+
+def model_pool() -> list[str]:
+    return sorted(profile_names())
+
+
+def to_jobs(frame: pd.DataFrame, cluster: Cluster, *, seed: int = 0, elastic: bool = True,
+            speed: SpeedModel | None = None, source: str = "trace") -> list[Job]:
+    speed = speed or SpeedModel(cluster)
+    pool = model_pool()
+    n = len(frame)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(len(pool), size=n)
+    given = frame["model"].fillna("").to_numpy(dtype=object)
+    models = np.where(given == "", np.asarray(pool, dtype=object)[draws], given)
+    canon = {}
+    for i, m in enumerate(models):
+        if m not in canon:
+            try:
+                canon[m] = get_profile(m)
+            except InputError as e:
+                raise InputError(e.message, file=source, row=i, field="model") from None
+    bsz = frame["local_bsz"].to_numpy(dtype=np.int64).copy()
+    for i in np.flatnonzero(bsz == 0):
+        bsz[i] = canon[models[i]].default_local_bsz
+    gpus = frame["num_gpus"].to_numpy(dtype=np.int64)
+    gps = int(cluster.gpus.max())
+    keys = list(zip(models, bsz.tolist(), gpus.tolist()))
+    tput = {}
+    for k in set(keys):
+        m, b, g = k
+        tput[k] = speed.throughput_sps(canon[m].name, b, consolidated_shape(g, gps))
+    rate = np.array([tput[k] for k in keys], dtype=float) if n else np.zeros(0)
+    dur = frame["duration_s"].to_numpy(dtype=float)
+    work = frame["work_samples"].to_numpy(dtype=float)
+    work = np.where(np.isfinite(work), work, dur * rate)
+    run_s = work / rate
+    ids = frame["job_id"].astype(str).to_numpy()
+    arrival = frame["arrival_s"].to_numpy(dtype=float)
+    tenant = frame["tenant"].fillna("").astype(str).to_numpy()
+    jobs = []
+    for i in range(n):
+        g = int(gpus[i])
+        jobs.append(Job(job_id=ids[i], arrival_s=float(arrival[i]), model=canon[models[i]].name,
+                        local_bsz=int(bsz[i]), work_samples=float(work[i]),
+                        min_workers=1 if elastic else g, max_workers=g,
+                        utility=jct_utility(float(run_s[i]), g), requested_gpus=g, tenant=tenant[i]))
+    return jobs

@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from ringsched.cli import model_cmd
+from ringsched.cli import model_cmd, simulate_cmd
 from ringsched.errors import InputError
 
 app = typer.Typer(
@@ -21,6 +21,17 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(model_cmd.app, name="model")
+app.command("simulate")(simulate_cmd.simulate)
+
+
+@app.command("policies")
+def policies() -> None:
+    """List the scheduling policies."""
+    from ringsched.policies import policy_class, policy_names
+
+    for name in policy_names():
+        doc = (sys.modules[policy_class(name).__module__].__doc__ or "").strip()
+        print(f"{name:10s} {doc.splitlines()[0] if doc else ''}")
 
 
 @app.command()

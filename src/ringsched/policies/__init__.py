@@ -6,6 +6,6 @@ To add a policy: a new module with a ``@register`` class, imported below (docs/p
 
 from ringsched.policies import fifo, srtf  # noqa: F401  (registration side effect)
 from ringsched.policies.base import Allocations, JobState, Nodes, Policy
-from ringsched.policies.registry import make_policy, policy_names, register
+from ringsched.policies.registry import make_policy, policy_class, policy_names, register
 
-__all__ = ["Allocations", "JobState", "Nodes", "Policy", "make_policy", "policy_names", "register"]
+__all__ = ["Allocations", "JobState", "Nodes", "Policy", "make_policy", "policy_class", "policy_names", "register"]

@@ -19,9 +19,14 @@ def policy_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def make_policy(name: str, **options):
-    """A fresh policy instance by name; unknown names are an InputError listing the known ones."""
+def policy_class(name: str) -> type:
+    """The class registered under ``name``; unknown names are an InputError listing the known ones."""
     cls = _REGISTRY.get(name)
     if cls is None:
         raise InputError(f"unknown policy {name!r}; known: {', '.join(policy_names())}", field="policy")
-    return cls(**options)
+    return cls
+
+
+def make_policy(name: str, **options):
+    """A fresh policy instance by name."""
+    return policy_class(name)(**options)

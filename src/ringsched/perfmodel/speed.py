@@ -52,12 +52,20 @@ class SpeedModel:
             self._rack_Bps = min(r.uplink_Bps / per_rack[r.name] for r in cluster.racks if per_rack[r.name])
         self._params: dict[str, RingParams] = {}
         self._step: dict[tuple, float] = {}
+        self._custom: set[str] = set()
 
     def params(self, model: str) -> RingParams:
         p = self._params.get(model)
         if p is None:
             p = self._params[model] = ring_params(get_profile(model), self.cluster)
         return p
+
+    def set_params(self, model: str, params: RingParams) -> None:
+        """Use ``params`` for ``model`` from now on (a job type outside the catalogue, or one
+        refitted online from measured step times); forgets cached step times of that model."""
+        self._params[model] = params
+        self._custom.add(model)
+        self._step = {k: v for k, v in self._step.items() if k[0] != model}
 
     def shape(self, placement: Placement) -> Shape:
         return shape_of(placement, self.cluster.rack_index if self._racked else None)
@@ -69,7 +77,7 @@ class SpeedModel:
         if t is None:
             w, k, d, r = shape
             p = self.params(model)
-            if (inter_Bps is not None and k > 1) or r > 1:
+            if ((inter_Bps is not None and k > 1) or r > 1) and model not in self._custom:
                 p = ring_params(get_profile(model), self.cluster, reserved_Bps=inter_Bps,
                                 rack_Bps=self._rack_Bps if r > 1 else None)
             t = self._step[key] = float(step_time_s(p, local_bsz, w, k, d, r))

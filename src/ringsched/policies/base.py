@@ -128,6 +128,10 @@ class Policy(ABC):
     periodic: ClassVar[bool] = False
     rigid: ClassVar[bool] = True
 
+    def prepare(self, jobs: Sequence[Job], cluster: Cluster) -> None:
+        """Called once before a run with the workload (policies that need bounds on it, such as
+        GADGET's price range, read them here; the default ignores it)."""
+
     def admit(self, job: Job, nodes: Nodes) -> str | None:
         """None admits the job; a string rejects it for good, with that reason."""
         need = job.requested_gpus if self.rigid else job.min_workers

@@ -320,6 +320,7 @@ class Simulator:
             for s in range(self.cluster.num_servers):
                 self._fail_heap.append((t0 + self._rng.exponential(self.cfg.mtbf_h * 3600.0), s, "fail"))
             heapq.heapify(self._fail_heap)
+        self.policy.prepare([js.job for js in states], self.cluster)
         t = t0
         changed = True
         last_report = 0.0

@@ -1,0 +1,77 @@
+"""The per-job plan search: the cheapest way to finish by every candidate completion step.
+
+Work is counted in ``need`` integer units; each step offers options (a worker count with its
+embedding) that cost something and advance some units. A dynamic program over steps gives,
+for every step i and option o, the cheapest plan that completes in step i with o, so the best
+payoff max_i u(T_i) - cost_i comes out of one pass (the "dual subroutine" of the primal-dual
+framework). With integral progress and all placements as options it is exact
+(docs/theory.md); with a worker-count menu and the greedy embedding it is the fast variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class PlanChoice:
+    step: int  # completion step
+    payoff: float
+    cost: float
+    finish_s: float
+    options: list[int]  # option index per step 0..step (-1 = idle)
+
+
+def best_plan(cost: np.ndarray, units: np.ndarray, real_units: np.ndarray, need: int,
+              step_start_s: np.ndarray, step_len_s: float, utility, arrival_s: float) -> PlanChoice | None:
+    """``cost``/``units``/``real_units`` are (steps, options); ``utility(jct_s)`` vectorised.
+
+    Returns the plan with the largest payoff (None when no plan finishes in the window)."""
+    n, m = cost.shape
+    INF = np.inf
+    best = np.full(need + 1, INF)
+    best[0] = 0.0
+    choice = np.full((n, need + 1), -1, dtype=np.int16)
+    parent = np.tile(np.arange(need + 1, dtype=np.int32), (n, 1))
+    top: PlanChoice | None = None
+    top_payoff = -INF
+    for i in range(n):
+        new = best.copy()
+        for o in range(m):
+            c, p = cost[i, o], int(units[i, o])
+            if not np.isfinite(c) or p <= 0:
+                continue
+            # completing in this step from q in [need - p, need): candidate payoffs
+            lo = max(0, need - p)
+            qs = np.arange(lo, need)
+            base = best[lo:need]
+            fin = np.isfinite(base)
+            if fin.any():
+                frac = (need - qs[fin]) / max(real_units[i, o], 1e-12)
+                t = step_start_s[i] + np.minimum(frac, 1.0) * step_len_s
+                pay = np.asarray(utility(t - arrival_s), dtype=float) - (base[fin] + c)
+                j = int(np.argmax(pay))
+                if pay[j] > top_payoff:
+                    top_payoff = float(pay[j])
+                    top = (i, o, int(qs[fin][j]), float(base[fin][j] + c), float(t[j]))
+            # progress below need: shift by p
+            if p < need:
+                cand = best[: need - p] + c
+                better = cand < new[p:need]
+                idx = np.flatnonzero(better) + p
+                new[idx] = cand[better]
+                choice[i, idx] = o
+                parent[i, idx] = idx - p
+            # reaching need (kept for later steps' idle continuation is pointless: done)
+        best = new
+    if top is None:
+        return None
+    i, o, q, c, t = top
+    options = [-1] * (i + 1)
+    options[i] = o
+    for s in range(i - 1, -1, -1):
+        options[s] = int(choice[s, q])
+        q = int(parent[s, q])
+    return PlanChoice(step=i, payoff=top_payoff, cost=c, finish_s=t, options=options)

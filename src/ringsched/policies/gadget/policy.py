@@ -1,0 +1,371 @@
+"""GADGET: online primal-dual scheduling of ring-all-reduce jobs with greedy ring embedding.
+
+The contract (design brief, section 4; theory in docs/theory.md):
+
+1. every (server, slot) has a GPU price and a NIC price, exponential in the committed share;
+2. when a job is offered, its cheapest plan (worker count and ring embedding for every slot up
+   to a completion slot T) is found for every T at current prices, and the plan with the
+   largest payoff u(T - a) - cost is taken;
+3. the embedding inside that search is the greedy ring embedding (``embed.py``);
+4. a positive payoff admits the job: its plan is committed and prices rise. Otherwise, in
+   ``deferred`` admission (default) the job is offered again in later slots; in ``strict``
+   admission (the textbook setting) it is rejected for good;
+5. GPUs left idle in the current slot are lent to jobs without a commitment in it, without
+   touching any commitment (``work_conserving``).
+
+A committed plan is never broken by GADGET: each slot it returns exactly the committed
+placement of every planned job. Plans end early when a job finishes early (its later
+reservations are released), and a job that falls behind its plan (a restart cost, a failed
+server) gets a new plan for what is left.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ringsched.embedding import consolidated, counts_to_placement
+from ringsched.job import Job
+from ringsched.perfmodel.speed import consolidated_shape
+from ringsched.policies.base import JobState, Nodes, Policy
+from ringsched.policies.gadget.embed import embed
+from ringsched.policies.gadget.plan import best_plan
+from ringsched.policies.gadget.prices import Ledger, PriceFunction
+from ringsched.policies.registry import register
+
+
+@dataclass(frozen=True)
+class GadgetParams:
+    """Tunables; None means "derived from the workload" (docs/theory.md, parameters)."""
+
+    admission: str = "deferred"  # "deferred" or "strict"
+    L: float | None = None  # lowest utility per unit of resource a plan can earn
+    U: float | None = None  # highest utility per unit of one resource
+    zeta: float = 1.0  # usage share at which the price reaches U
+    nic_share: float = 0.5  # beta = nic_share x NIC bandwidth, reserved on each NIC a ring crosses
+    progress_units: int = 48  # work is planned in this many units
+    max_steps: int = 48  # plan-search steps; a longer horizon is planned in blocks of slots
+    tail_utility: float = 0.02  # plans complete before the utility falls below this share of its maximum
+    retry_every: int = 3  # deferred jobs are offered again every this many slots (or when resources free up)
+    max_plans_per_slot: int = 48
+    work_conserving: bool = True
+
+    def __post_init__(self) -> None:
+        if self.admission not in ("deferred", "strict"):
+            raise ValueError(f"admission must be 'deferred' or 'strict', got {self.admission!r}")
+        if not 0 < self.nic_share <= 1:
+            raise ValueError("nic_share must lie in (0, 1]")
+
+
+@dataclass
+class Plan:
+    slots: list[int]
+    placements: list[tuple]
+    finish_s: float
+    payoff: float
+    cost: float
+    by_slot: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_slot = dict(zip(self.slots, self.placements))
+
+
+def _menu(job: Job, limit: int) -> list[int]:
+    """Worker counts a plan may use: powers of two in the job's bounds, plus both bounds."""
+    lo, hi = job.min_workers, min(job.max_workers, limit)
+    if lo > hi:
+        return []
+    ws = {lo, hi}
+    p = 1
+    while p <= hi:
+        if p >= lo:
+            ws.add(p)
+        p *= 2
+    return sorted(ws)
+
+
+def utility_horizon_s(job: Job, tail: float) -> float:
+    """The JCT at which the job's utility has fallen to ``tail`` of its maximum (capped at 60 days)."""
+    u0 = float(job.utility.max_value)
+    cap = 60 * 86400.0
+    if u0 <= 0 or float(job.utility(cap)) > tail * u0:
+        return cap
+    lo, hi = 0.0, cap
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if float(job.utility(mid)) > tail * u0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+@register
+class Gadget(Policy):
+    name = "gadget"
+    periodic = True
+    rigid = False
+    ring_aware = True
+
+    def __init__(self, params: GadgetParams | None = None, **overrides):
+        self.p = params or GadgetParams(**overrides)
+        self.prices_g: PriceFunction | None = None
+        self.prices_b: PriceFunction | None = None
+        self.ledger: Ledger | None = None
+        self.plans: dict[str, Plan] = {}
+        self.counts: dict[str, list[np.ndarray]] = {}
+        self.last_try: dict[str, int] = {}
+        self.epoch = 0  # bumps whenever reservations are released
+        self.tried_epoch: dict[str, int] = {}
+        self.horizon: dict[str, float] = {}
+        self.plans_made = 0
+        self.rejected_payoff = 0
+
+    # ------------------------------------------------------------ parameters
+    def prepare(self, jobs, cluster) -> None:
+        """Price bounds from the workload's utilities and sizes (OASiS assumes such bounds known)."""
+        if self.p.L is not None and self.p.U is not None:
+            self._set_prices(self.p.L, self.p.U)
+            return
+        L, U = self.derive_bounds(jobs, cluster)
+        self._set_prices(self.p.L or L, self.p.U or U)
+
+    def derive_bounds(self, jobs, cluster, slot_s: float = 300.0) -> tuple[float, float]:
+        o_min, o_max = int(cluster.gpus.min()), int(cluster.gpus.max())
+        min_share = min(1.0 / o_max, self.p.nic_share) if self.ring_aware else 1.0 / o_max
+        u_max = max(float(j.utility.max_value) for j in jobs)
+        lows = []
+        for j in jobs:
+            h = utility_horizon_s(j, self.p.tail_utility)
+            per_slot = j.max_workers / o_min + (self.p.nic_share * min(j.max_workers, cluster.num_servers)
+                                                if self.ring_aware and j.max_workers > o_min else 0.0)
+            demand = per_slot * max(1.0, h / slot_s)
+            lows.append(self.p.tail_utility * float(j.utility.max_value) / demand)
+        L = max(min(lows), 1e-12)
+        U = max(u_max / min_share, 2 * L)
+        return L, U
+
+    def _set_prices(self, L: float, U: float) -> None:
+        self.prices_g = PriceFunction(L, U, self.p.zeta)
+        self.prices_b = PriceFunction(L, U, self.p.zeta)
+
+    def _ensure(self, nodes: Nodes, jobs) -> None:
+        if self.ledger is None:
+            c = nodes.cluster
+            self.ledger = Ledger(c.gpus, np.array([s.nic_Bps for s in c.servers]))
+        if self.prices_g is None:
+            self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster)
+
+    # ------------------------------------------------------------ plan search
+    def _beta_Bps(self, nodes: Nodes) -> float:
+        return self.p.nic_share * nodes.cluster.servers[0].nic_Bps
+
+    def _plan_rate(self, nodes: Nodes, job: Job, w: int, k: int, d: int) -> float:
+        if not self.ring_aware and w > 1:
+            k, d = min(w, nodes.cluster.num_servers), 1  # blind: every ring crosses servers
+        shape = (w, k, d, 1)
+        return nodes.speed.throughput_sps(job.model, job.local_bsz, shape, self._beta_Bps(nodes) if k > 1 else None)
+
+    def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, *, horizon_end_s: float) -> Plan | None:
+        """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``."""
+        c = nodes.cluster
+        slot_s = nodes.slot_s
+        now = slot * slot_s
+        n_slots = max(1, math.ceil((horizon_end_s - now) / slot_s))
+        b = max(1, math.ceil(n_slots / self.p.max_steps))
+        steps = math.ceil(n_slots / b)
+        used_g, used_b = self.ledger.window(slot, slot + steps * b)
+        S = c.num_servers
+        gpus = c.gpus[:, None]
+        free = gpus - used_g
+        free[:, 0] = np.minimum(free[:, 0], nodes.capacity - used_g[:, 0])
+        free = np.maximum(free, 0).reshape(S, steps, b).min(axis=2)
+        gp = (self.prices_g(used_g / gpus) / gpus).reshape(S, steps, b).sum(axis=2)
+        bfree = (1.0 - used_b).reshape(S, steps, b).min(axis=2)
+        bp = (self.p.nic_share * self.prices_b(used_b)).reshape(S, steps, b).sum(axis=2)
+        if not self.ring_aware:
+            bp = np.zeros_like(bp)
+        need = self.p.progress_units
+        unit = remaining / need
+        step_len = b * slot_s
+        menu = _menu(job, c.total_gpus)
+        if not menu:
+            return None
+        embs = [embed(w, free, gp, bfree, bp, self.p.nic_share, ring_aware=self.ring_aware) for w in menu]
+        cost = np.stack([e.cost for e in embs], axis=1)
+        real = np.zeros_like(cost)
+        for o, e in enumerate(embs):
+            kd = e.k * 1000 + e.d
+            for code in np.unique(kd[e.ok]):
+                rate = self._plan_rate(nodes, job, e.w, int(code // 1000), int(code % 1000))
+                real[kd == code, o] = rate * step_len / unit
+        units = np.minimum(np.floor(real), need).astype(np.int64)
+        starts = now + step_len * np.arange(steps)
+        choice = best_plan(cost, units, real, need, starts, step_len, job.utility, job.arrival_s)
+        if choice is None:
+            return None
+        slots, placements = [], []
+        prev = None
+        for i, o in enumerate(choice.options):
+            if o < 0:
+                continue
+            e = embs[o]
+            counts = e.counts(i, S)
+            # keep the previous step's servers when they are free here too (saves a restart)
+            if prev is not None and prev.sum() == counts.sum() and np.all(prev <= free[:, i]) and \
+                    (not self.ring_aware or (prev > 0).sum() == 1 or np.all(bfree[prev > 0, i] >= self.p.nic_share - 1e-12)):
+                counts = prev
+            prev = counts
+            pl = counts_to_placement(counts)
+            for s in range(slot + i * b, slot + (i + 1) * b):
+                slots.append(s)
+                placements.append(pl)
+        return Plan(slots, placements, choice.finish_s, choice.payoff, choice.cost)
+
+    def _commit(self, jid: str, plan: Plan, S: int) -> None:
+        self.plans[jid] = plan
+        for s, pl in zip(plan.slots, plan.placements):
+            counts, bw = self._usage(pl, S)
+            self.ledger.add(s, counts, bw)
+        self.plans_made += 1
+
+    def _usage(self, pl: tuple, S: int) -> tuple[np.ndarray, np.ndarray]:
+        counts = np.bincount(np.asarray(pl, dtype=np.int64), minlength=S)
+        bw = np.zeros(S)
+        if self.ring_aware and (counts > 0).sum() > 1:
+            bw[counts > 0] = self.p.nic_share
+        return counts, bw
+
+    def _release(self, jid: str, from_slot: int, S: int) -> None:
+        plan = self.plans.pop(jid, None)
+        if plan is None:
+            return
+        for s, pl in zip(plan.slots, plan.placements):
+            if s >= from_slot:
+                counts, bw = self._usage(pl, S)
+                self.ledger.add(s, counts, bw, sign=-1)
+        self.epoch += 1
+
+    def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
+        h = self.horizon.get(js.job_id)
+        if h is None:
+            h = self.horizon[js.job_id] = utility_horizon_s(js.job, self.p.tail_utility)
+        end = js.job.arrival_s + h
+        # a job past its horizon (or behind its plan) still gets a window to finish in
+        alone = js.remaining_at(nodes.now_s) / max(nodes.throughput_sps(js, min(js.job.max_workers, nodes.cluster.total_gpus)), 1e-12)
+        return max(end, nodes.now_s + 4 * alone + 2 * nodes.slot_s)
+
+    # ------------------------------------------------------------ interface
+    def admit(self, job: Job, nodes: Nodes) -> str | None:
+        reason = super().admit(job, nodes)
+        if reason or self.p.admission != "strict":
+            return reason
+        self._ensure(nodes, [job])
+        slot = round(nodes.now_s / nodes.slot_s)
+        h = utility_horizon_s(job, self.p.tail_utility)
+        plan = self.search(job, job.work_samples, nodes, slot, horizon_end_s=job.arrival_s + h)
+        if plan is None or plan.payoff <= 0:
+            self.rejected_payoff += 1
+            return "no plan with positive payoff at arrival (strict admission)"
+        self._commit(job.job_id, plan, nodes.cluster.num_servers)
+        return None
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        self._ensure(nodes, jobs)
+        S = nodes.cluster.num_servers
+        slot = round(nodes.now_s / nodes.slot_s)
+        active = {js.job_id: js for js in jobs}
+        for jid in [j for j in self.plans if j not in active]:
+            self._release(jid, slot, S)  # finished early: free its later reservations
+        behind = []
+        for jid, plan in list(self.plans.items()):
+            pl = plan.by_slot.get(slot)
+            if plan.slots[-1] < slot or (pl and not nodes.up[list(set(pl))].all()):
+                self._release(jid, slot, S)  # plan over but work left, or a failed server
+                behind.append(active[jid])
+        out: dict[str, tuple] = {}
+        # offer jobs without a plan: those behind first, then new and deferred ones by arrival
+        offered = 0
+        waiting = [js for js in jobs if js.job_id not in self.plans]
+        waiting.sort(key=lambda js: (js not in behind, js.job.arrival_s, js.index))
+        for js in waiting:
+            if offered >= self.p.max_plans_per_slot:
+                break
+            jid = js.job_id
+            fresh = jid not in self.last_try
+            due = fresh or js in behind or slot - self.last_try[jid] >= self.p.retry_every or \
+                self.tried_epoch.get(jid) != self.epoch
+            if not due:
+                continue
+            offered += 1
+            self.last_try[jid] = slot
+            self.tried_epoch[jid] = self.epoch
+            plan = self.search(js.job, js.remaining_at(nodes.now_s), nodes, slot,
+                               horizon_end_s=self._horizon_end(js, nodes))
+            if plan is not None and (plan.payoff > 0 or js in behind or js.first_start_s is not None and
+                                     self.p.admission == "strict"):
+                self._commit(jid, plan, S)
+        for jid, plan in self.plans.items():
+            pl = plan.by_slot.get(slot)
+            if pl:
+                out[jid] = pl
+        if self.p.work_conserving:
+            self._lend(jobs, nodes, slot, out, previous_allocations)
+        return out
+
+    def _lend(self, jobs, nodes: Nodes, slot: int, out: dict, previous) -> None:
+        """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first."""
+        used_g, used_b = self.ledger.window(slot, slot + 1)
+        free = np.maximum(nodes.capacity - used_g[:, 0], 0)
+        bfree = 1.0 - used_b[:, 0]
+        if free.sum() == 0:
+            return
+        idle = [js for js in jobs if js.job_id not in out]
+        if not idle:
+            return
+        now = nodes.now_s
+
+        def left_s(js):
+            return js.remaining_at(now) / max(nodes.throughput_sps(js, js.job.max_workers), 1e-12)
+
+        idle.sort(key=lambda js: (left_s(js), js.job.arrival_s, js.index))
+        for js in idle:
+            if free.sum() < js.job.min_workers:
+                continue
+            prev = previous.get(js.job_id, ())
+            if prev:
+                counts = np.bincount(np.asarray(prev), minlength=free.size)
+                if np.all(counts <= free) and ((counts > 0).sum() == 1 or np.all(bfree[counts > 0] >= self.p.nic_share)):
+                    out[js.job_id] = prev
+                    free -= counts
+                    if (counts > 0).sum() > 1:
+                        bfree[counts > 0] -= self.p.nic_share
+                    continue
+            w = min(js.job.max_workers, int(free.sum()))
+            while w >= js.job.min_workers:
+                pl = consolidated(w, free)
+                if pl is not None:
+                    counts = np.bincount(np.asarray(pl), minlength=free.size)
+                    multi = (counts > 0).sum() > 1
+                    if not multi or np.all(bfree[counts > 0] >= self.p.nic_share):
+                        out[js.job_id] = pl
+                        free -= counts
+                        if multi:
+                            bfree[counts > 0] -= self.p.nic_share
+                        break
+                w -= 1
+            if free.sum() == 0:
+                break
+
+
+@register
+class Oasis(Gadget):
+    """OASiS (INFOCOM'18) as a baseline: the same primal-dual machinery, blind to ring placement.
+
+    It prices GPUs only, takes the cheapest GPUs wherever they are, and plans every ring as if
+    it crossed servers; the simulated world still runs the rings where they were placed."""
+
+    name = "oasis"
+    ring_aware = False

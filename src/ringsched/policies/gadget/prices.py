@@ -1,0 +1,76 @@
+"""Exponential resource prices and the ledger of committed resources (design brief, section 4).
+
+Every (server, slot) has two resources: its GPUs and its NIC bandwidth. Usage is kept as a
+fraction z in [0, 1] of capacity, and the price of one whole resource at usage z is
+
+    P(z) = L * ((1 + U/L) ** (z / zeta) - 1)
+
+so it is 0 when idle, grows exponentially, and reaches U (the most utility any job can earn
+per unit of one resource) at z = zeta. A plan pays sum over resources of (its share of the
+resource) x P(current usage). docs/theory.md proves the competitive ratio for
+zeta = 1 - delta_max (delta_max: the largest share of one resource a job takes in one slot);
+zeta = 1 is the practical default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PriceFunction:
+    L: float
+    U: float
+    zeta: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (self.L > 0 and self.U > self.L and 0 < self.zeta <= 1):
+            raise ValueError(f"need 0 < L < U and 0 < zeta <= 1, got L={self.L}, U={self.U}, zeta={self.zeta}")
+
+    @property
+    def log_base(self) -> float:
+        return float(np.log1p(self.U / self.L))
+
+    def __call__(self, z):
+        z = np.minimum(np.asarray(z, dtype=float), 1.0)
+        return self.L * np.expm1(self.log_base * z / self.zeta)
+
+    def theta(self, delta_max: float) -> float:
+        """The growth factor of the proof: ((1 + U/L) ** (delta_max / zeta) - 1) / delta_max."""
+        return float(np.expm1(self.log_base * delta_max / self.zeta) / delta_max)
+
+
+class Ledger:
+    """Committed GPUs and NIC bandwidth (fractions) per (server, absolute slot), growing on demand."""
+
+    def __init__(self, gpus: np.ndarray, nic_Bps: np.ndarray, initial_slots: int = 1024):
+        self.gpus = np.asarray(gpus, dtype=np.int64)
+        self.nic_Bps = np.asarray(nic_Bps, dtype=float)
+        n = self.gpus.size
+        self.gpu_used = np.zeros((n, initial_slots), dtype=np.int32)
+        self.bw_used = np.zeros((n, initial_slots), dtype=float)  # fraction of the NIC
+
+    def _ensure(self, end_slot: int) -> None:
+        have = self.gpu_used.shape[1]
+        if end_slot <= have:
+            return
+        new = max(end_slot, 2 * have)
+        for name in ("gpu_used", "bw_used"):
+            old = getattr(self, name)
+            grown = np.zeros((old.shape[0], new), dtype=old.dtype)
+            grown[:, :have] = old
+            setattr(self, name, grown)
+
+    def window(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """(GPUs used, bandwidth fraction used) for slots [start, end): views, do not modify."""
+        self._ensure(end)
+        return self.gpu_used[:, start:end], self.bw_used[:, start:end]
+
+    def add(self, slot: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
+        self._ensure(slot + 1)
+        self.gpu_used[:, slot] += sign * counts.astype(np.int32)
+        self.bw_used[:, slot] += sign * bw_frac
+        if sign < 0:
+            np.maximum(self.bw_used[:, slot], 0.0, out=self.bw_used[:, slot])

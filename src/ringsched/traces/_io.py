@@ -1,0 +1,265 @@
+"""Shared helpers for the trace loaders: reading files into frames, column checks that raise
+InputError naming the file, the row and the field, and the final schema frame.
+
+Row numbers follow the spreadsheet convention: in a file with a header the header is row 1
+and the first data row is row 2 (``HEADER_ROWS = 1``); in a header-less file (Gavel
+``.trace``) the first line is row 1. Blank lines are skipped by the CSV reader and are not
+counted.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ringsched.errors import InputError
+from ringsched.traces import schema
+
+
+def first(mask) -> int:
+    return int(np.flatnonzero(np.asarray(mask, dtype=bool))[0])
+
+
+def fail(mask, message, file: Path, field: str, offset: int) -> None:
+    """Raise InputError at the first True of ``mask``; ``message`` may be a callable(i)."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.any():
+        i = first(mask)
+        text = message(i) if callable(message) else message
+        raise InputError(text, file=str(file), row=i + offset, field=field)
+
+
+def require_file(path: Path, *, suffix_hint: str = "") -> Path:
+    if not path.exists():
+        raise InputError("no such file", file=str(path))
+    if path.is_dir():
+        hint = f"; expected a {suffix_hint} file" if suffix_hint else ""
+        raise InputError(f"is a folder{hint}", file=str(path))
+    return path
+
+
+def folder_files(path: Path, *, pattern: str, glob: str, what: str) -> list[Path]:
+    """Files of a trace folder: those whose name matches ``pattern`` (a regex), or, if none
+    does, every file matching ``glob``. Sorted by name."""
+    if not path.exists():
+        raise InputError("no such file or folder", file=str(path))
+    rx = re.compile(pattern)
+    files = sorted(p for p in path.iterdir() if p.is_file() and rx.fullmatch(p.name))
+    if not files:
+        files = sorted(p for p in path.glob(glob) if p.is_file())
+    if not files:
+        raise InputError(f"folder holds no {what} files ({glob})", file=str(path))
+    return files
+
+
+def read_table(path: Path, required: list[str], *, text: tuple[str, ...] = (), sep: str = ",",
+               names: list[str] | None = None) -> pd.DataFrame:
+    """Read a delimited text file; check the required columns.
+
+    Columns named in ``text`` are read as strings, the others are left to the parser (a
+    numeric column comes back numeric, fast; one with any non-number comes back as strings
+    and ``numbers`` finds the bad cell). Only an empty field is missing (NaN); "nan", "NA"
+    etc. stay text. With ``names`` the file has no header and must have exactly that many
+    fields per line.
+    """
+    require_file(path)
+    kwargs: dict = dict(sep=sep, dtype={c: str for c in text}, keep_default_na=False, na_values=[""],
+                        skipinitialspace=True, index_col=False)
+    if names is not None:
+        kwargs.update(header=None, names=names, quoting=csv.QUOTE_NONE)
+    try:
+        with warnings.catch_warnings():
+            # pandas only warns (and drops the extra cells) when lines are longer than the header
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(path, **kwargs)
+    except pd.errors.ParserWarning:
+        row = _first_long_line(path, sep, None if names is None else len(names))
+        raise InputError("line has more fields than the header", file=str(path), row=row) from None
+    except pd.errors.EmptyDataError:
+        raise InputError("file is empty", file=str(path)) from None
+    except pd.errors.ParserError as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else "parse error"
+        m = re.search(r"line (\d+)", msg)
+        row = int(m.group(1)) if m else None
+        raise InputError(f"not a readable {'tab-separated' if sep == chr(9) else 'CSV'} file ({msg})",
+                         file=str(path), row=row) from None
+    except UnicodeDecodeError:
+        raise InputError("not a text file (cannot decode as UTF-8)", file=str(path)) from None
+    except OSError as e:
+        raise InputError(f"cannot read file ({e.strerror or e})", file=str(path)) from None
+    if names is None:
+        df.columns = [str(c).strip() for c in df.columns]
+        missing = [c for c in required if c not in df.columns]
+        if missing:
+            have = ", ".join(map(str, df.columns)) or "none"
+            raise InputError(f"missing column(s) {', '.join(missing)} (the header has: {have})",
+                             file=str(path), row=1, field=missing[0])
+    else:
+        # A line with fewer fields than `names` leaves NaN in the last ones.
+        n_fields = len(names)
+        short = df[names[-1]].isna().to_numpy()
+        if short.any():
+            i = first(short)
+            raise InputError(f"expected {n_fields} tab-separated fields", file=str(path), row=i + 1,
+                             field=next(c for c in names if pd.isna(df[c].iloc[i])))
+    if len(df) == 0:
+        raise InputError("file has a header but no data rows", file=str(path))
+    return df
+
+
+def _first_long_line(path: Path, sep: str, n_fields: int | None) -> int | None:
+    """Row number (as in errors) of the first line with more fields than the header; only used
+    on the error path."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.reader(f, delimiter=sep, quoting=csv.QUOTE_NONE if n_fields else csv.QUOTE_MINIMAL)
+            row = 0
+            for fields in reader:
+                if not fields or not "".join(fields).strip():
+                    continue
+                row += 1
+                if n_fields is None:
+                    n_fields = len(fields)
+                elif len(fields) > n_fields:
+                    return row
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return None
+
+
+def strings(df: pd.DataFrame, col: str, file: Path, offset: int, *, required: bool = True) -> pd.Series:
+    """The column as stripped strings; '' (missing) is an error when ``required``."""
+    s = df[col].fillna("").astype(str).str.strip()
+    if required:
+        fail((s == "").to_numpy(), "is empty", file, col, offset)
+    return s
+
+
+def numbers(df: pd.DataFrame, col: str, file: Path, offset: int, *, integer: bool = False,
+            min_value: float | None = None, allow_missing: bool = False,
+            what: str | None = None) -> np.ndarray:
+    """The column as float64. Missing ('') is an error unless ``allow_missing`` (then NaN);
+    non-numbers, infinities, non-integers (``integer``) and values < ``min_value`` are errors."""
+    col_data = df[col]
+    if pd.api.types.is_numeric_dtype(col_data.dtype) and not pd.api.types.is_bool_dtype(col_data.dtype):
+        values = col_data.to_numpy(dtype=float, na_value=np.nan)
+        empty = np.isnan(values)
+        raw = None
+        fail(np.isinf(values), lambda i: f"must be a finite number, got {values[i]:g}", file, col, offset)
+    else:
+        raw = col_data.fillna("").astype(str).str.strip()
+        empty = (raw == "").to_numpy()
+        values = pd.to_numeric(raw.where(~empty, "nan"), errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(values) & ~empty
+        fail(bad, lambda i: f"must be a finite number, got {raw.iloc[i]!r}", file, col, offset)
+    if not allow_missing:
+        fail(empty, "is empty", file, col, offset)
+
+    def shown(i: int) -> str:
+        return repr(raw.iloc[i]) if raw is not None else f"{values[i]:g}"
+
+    has = ~empty
+    if integer:
+        fail(has & (values != np.round(values)), lambda i: f"must be a whole number, got {shown(i)}",
+             file, col, offset)
+    if min_value is not None:
+        fail(has & (values < min_value),
+             lambda i: f"must be >= {min_value:g}{' ' + what if what else ''}, got {shown(i)}",
+             file, col, offset)
+    return values
+
+
+def unique_ids(ids: pd.Series, file: Path, col: str, offset: int) -> None:
+    dup = ids.duplicated().to_numpy()
+    fail(dup, lambda i: f"duplicate job id {ids.iloc[i]!r}", file, col, offset)
+
+
+def frame(*, job_id, arrival_s, num_gpus, duration_s=None, work_samples=None, tenant="",
+          model="", local_bsz=0) -> pd.DataFrame:
+    """A frame with the schema's columns; scalars broadcast; missing duration/work = NaN."""
+    n = len(arrival_s)
+    nan = np.full(n, np.nan)
+    cols = {
+        "job_id": _str_col(job_id, n),
+        "arrival_s": np.asarray(arrival_s, dtype=float),
+        "num_gpus": np.asarray(num_gpus, dtype=np.int64),
+        "duration_s": nan if duration_s is None else np.asarray(duration_s, dtype=float),
+        "work_samples": nan if work_samples is None else np.asarray(work_samples, dtype=float),
+        "tenant": _str_col(tenant, n),
+        "model": _str_col(model, n),
+        "local_bsz": np.broadcast_to(np.asarray(local_bsz, dtype=np.int64), (n,)).copy(),
+    }
+    return pd.DataFrame(cols)[list(schema.COLUMNS)]
+
+
+def _str_col(v, n: int):
+    if isinstance(v, str):
+        return pd.array(np.full(n, v, dtype=object), dtype="string")
+    if isinstance(v, pd.Series):
+        v = v.array
+    elif not isinstance(v, pd.api.extensions.ExtensionArray):
+        v = np.asarray(v, dtype=object)
+    return pd.array(v, dtype="string")
+
+
+def finish(df: pd.DataFrame, source: Path | str, *, fmt: str, dropped: dict[str, int] | None = None,
+           **attrs) -> pd.DataFrame:
+    """Validate against the schema, sort, and attach provenance attrs."""
+    out = schema.validate(df, str(source))
+    reasons = {k: int(v) for k, v in (dropped or {}).items() if v}
+    out.attrs.update(format=fmt, source=str(source), dropped=sum(reasons.values()),
+                     dropped_reasons=reasons, **attrs)
+    return out
+
+
+def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+class Part:
+    """One file's jobs before the files of a folder are combined: a schema frame whose
+    arrival_s is still on the source clock, the file row of every job, and drop counts."""
+
+    def __init__(self, df: pd.DataFrame, rows: np.ndarray, path: Path, dropped: dict[str, int]):
+        self.df, self.rows, self.path, self.dropped = df, rows, path, dropped
+
+
+def combine(parts: list[Part], source: Path, *, fmt: str, id_field: str = "job_id", **attrs) -> pd.DataFrame:
+    """Concatenate parts, re-base arrivals to the earliest (source clock), check that job ids
+    are unique across files (naming the file and row of the first repeat), and finish."""
+    df = concat([p.df for p in parts])
+    dup = df["job_id"].duplicated().to_numpy()
+    if dup.any():
+        i = first(dup)
+        starts = np.cumsum([0] + [len(p.df) for p in parts])
+        k = int(np.searchsorted(starts, i, side="right") - 1)
+        part = parts[k]
+        raise InputError(f"duplicate job id {df['job_id'].iloc[i]!r} (also in an earlier row or file)",
+                         file=str(part.path), row=int(part.rows[i - starts[k]]), field=id_field)
+    if len(df):
+        df["arrival_s"] = df["arrival_s"] - df["arrival_s"].min()
+    dropped: dict[str, int] = {}
+    for p in parts:
+        for k2, v in p.dropped.items():
+            dropped[k2] = dropped.get(k2, 0) + int(v)
+    if len(parts) > 1:
+        attrs.setdefault("files", [str(p.path) for p in parts])
+    return finish(df, source, fmt=fmt, dropped=dropped, **attrs)
+
+
+def header(path: Path) -> list[str]:
+    """The header line's column names (stripped), to choose a parser before reading."""
+    require_file(path)
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            line = f.readline()
+    except UnicodeDecodeError:
+        raise InputError("not a text file (cannot decode as UTF-8)", file=str(path)) from None
+    except OSError as e:
+        raise InputError(f"cannot read file ({e.strerror or e})", file=str(path)) from None
+    return [c.strip() for c in next(csv.reader([line]), [])] if line.strip() else []

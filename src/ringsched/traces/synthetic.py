@@ -1,0 +1,183 @@
+"""The embedded default trace: a Philly-shaped synthetic workload that needs no files.
+
+``generate(n_jobs, seed, **opts)`` draws, from independent streams of
+``numpy.random.SeedSequence(seed).spawn(4)`` (so the same (n_jobs, seed, opts) always gives a
+byte-identical frame, and a longer trace with the same seed and options starts with the
+shorter one's jobs):
+
+* arrivals: a Poisson process of ``rate_per_h`` jobs per hour (default: the rate that offers
+  ``load`` x 128 GPUs, below), optionally modulated by a day cycle
+  ``rate(t) = rate_per_h x (1 + diurnal x sin(2 pi t / 86,400 s))`` (thinning; the daily mean
+  rate is unchanged); the first job arrives at 0;
+* GPUs: Philly's job-size distribution, ``GPU_COUNTS`` (counts of ``num_gpus`` in Pollux's
+  philly.csv, 82,247 jobs);
+* durations: log-normal with Philly's median and 90th percentile (philly.csv ``duration``:
+  p50 1,144 s, p90 11,266 s): mu = ln 1144, sigma = ln(11266/1144) / z_0.9 = 1.7848, rounded
+  to whole seconds, at least 1 s and at most ``max_duration_s`` (default one week, 604,800 s:
+  Philly has 236 jobs (0.29%) longer; the fitted log-normal puts 0.022% above it);
+* tenants: ``tenants`` VCs named ``vc01``, ``vc02``, ... with Zipf shares p_k ~ k^-zipf
+  (default 8 VCs, zipf 1.5: 52/18/10/6.5% for the top four, about Philly's 50/20/12/9% of
+  6214e9/11cb48/6c71a0/b436b2);
+* model '' (assigned later by ``traces.convert``), local_bsz 0, duration given, work NaN.
+
+GPU counts, durations and tenants are drawn independently of each other and of arrivals.
+
+Default rate (``load`` = 0.7 on 128 GPUs = the default 16x8 cluster)
+-------------------------------------------------------------------
+Offered load = rate x E[GPUs] x E[duration] / GPUs of the cluster.
+
+* E[GPUs] = sum(g x count) / sum(count) = 107,235 / 82,247 = 1.30382;
+* E[min(D, c)] of the log-normal capped at c = 604,800 s:
+  exp(mu + sigma^2/2) Phi((ln c - mu - sigma^2)/sigma) + c (1 - Phi((ln c - mu)/sigma))
+  = 5,624.9 x 0.99955 + 604,800 x 0.000221 = 5,522.8 s;
+* rate = 0.7 x 128 / (1.30382 x 5,522.8 s) = 0.012443 jobs/s = 44.80 jobs/h.
+
+``default_rate_per_h(load, max_duration_s)`` computes it (with the chosen cap), so
+``synthetic:N,load=0.9`` or a different cap keep their meaning. The test suite checks the
+formula against a large sample.
+
+Options (the ``synthetic:N,key=value,...`` spec keys): ``rate_per_h`` (> 0; exclusive with
+``load``), ``load`` (> 0, default 0.7 of 128 GPUs), ``diurnal`` (0 <= a < 1, default 0),
+``tenants`` (1..100, default 8), ``zipf`` (>= 0, default 1.5), ``max_duration_s`` (>= 1,
+default 604,800). Anything else is an InputError.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ringsched.errors import InputError
+from ringsched.traces import _io
+
+# Philly num_gpus counts (Pollux/adaptdl simulator/traces/philly.csv, 82,247 jobs).
+GPU_COUNTS: dict[int, int] = {1: 76_627, 2: 1_818, 4: 1_870, 8: 1_643, 12: 7, 16: 199, 24: 7,
+                              32: 67, 64: 6, 128: 3}
+DURATION_P50_S = 1_144.0    # philly.csv duration median
+DURATION_P90_S = 11_266.0   # philly.csv duration 90th percentile
+Z90 = 1.2815515655446004    # standard normal 0.9 quantile
+MU = math.log(DURATION_P50_S)
+SIGMA = math.log(DURATION_P90_S / DURATION_P50_S) / Z90
+CLUSTER_GPUS = 128          # the default cluster 16x8
+DAY_S = 86_400.0
+MAX_JOBS = 5_000_000
+
+DEFAULTS: dict[str, float] = {"load": 0.7, "diurnal": 0.0, "tenants": 8, "zipf": 1.5,
+                              "max_duration_s": 604_800.0}
+OPTIONS = ("rate_per_h", "load", "diurnal", "tenants", "zipf", "max_duration_s")
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def mean_gpus() -> float:
+    return sum(g * c for g, c in GPU_COUNTS.items()) / sum(GPU_COUNTS.values())
+
+
+def mean_duration_s(max_duration_s: float = DEFAULTS["max_duration_s"]) -> float:
+    """E[min(D, cap)] for the log-normal D (rounding to whole seconds is ignored)."""
+    c, m, s = float(max_duration_s), MU, SIGMA
+    lc = math.log(c)
+    return math.exp(m + s * s / 2) * _phi((lc - m - s * s) / s) + c * (1.0 - _phi((lc - m) / s))
+
+
+def default_rate_per_h(load: float = DEFAULTS["load"], max_duration_s: float = DEFAULTS["max_duration_s"],
+                       cluster_gpus: int = CLUSTER_GPUS) -> float:
+    """Arrival rate (jobs/h) that offers ``load`` x ``cluster_gpus`` busy GPUs on average."""
+    return load * cluster_gpus / (mean_gpus() * mean_duration_s(max_duration_s)) * 3600.0
+
+
+def parse_options(text: str) -> tuple[int, dict[str, float]]:
+    """``N[,key=value...]`` -> (N, options). InputError (field 'trace') on anything else."""
+    items = [p.strip() for p in text.split(",")]
+    head, rest = items[0], items[1:]
+    try:
+        n = int(head)
+    except ValueError:
+        raise InputError(f"synthetic:N needs a whole number of jobs, got {head!r} "
+                         f"(grammar: synthetic:N[,key=value...])", field="trace") from None
+    opts: dict[str, float] = {}
+    for item in rest:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise InputError(f"synthetic option {item!r} is not key=value", field="trace")
+        if key not in OPTIONS:
+            raise InputError(f"unknown synthetic option {key!r}; known: {', '.join(OPTIONS)}", field="trace")
+        if key in opts:
+            raise InputError(f"synthetic option {key!r} given twice", field="trace")
+        try:
+            opts[key] = float(value)
+        except ValueError:
+            raise InputError(f"synthetic option {key}={value.strip()!r} is not a number", field="trace") from None
+    return n, opts
+
+
+def _check(n_jobs, opts: dict) -> dict[str, float]:
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or not 1 <= n_jobs <= MAX_JOBS:
+        raise InputError(f"number of jobs must be a whole number in 1..{MAX_JOBS:,}, got {n_jobs!r}",
+                         field="trace")
+    unknown = sorted(set(opts) - set(OPTIONS))
+    if unknown:
+        raise InputError(f"unknown synthetic option {unknown[0]!r}; known: {', '.join(OPTIONS)}", field="trace")
+    if "rate_per_h" in opts and "load" in opts:
+        raise InputError("give rate_per_h or load, not both", field="trace")
+    o = {**DEFAULTS, **{k: float(v) for k, v in opts.items()}}
+    rules = {
+        "rate_per_h": (lambda v: math.isfinite(v) and v > 0, "> 0"),
+        "load": (lambda v: math.isfinite(v) and v > 0, "> 0"),
+        "diurnal": (lambda v: 0 <= v < 1, "in [0, 1)"),
+        "tenants": (lambda v: v == int(v) and 1 <= v <= 100, "a whole number in 1..100"),
+        "zipf": (lambda v: math.isfinite(v) and v >= 0, ">= 0"),
+        "max_duration_s": (lambda v: math.isfinite(v) and v >= 1, ">= 1"),
+    }
+    for k, v in o.items():
+        ok, what = rules[k]
+        if not ok(v):
+            raise InputError(f"synthetic option {k} must be {what}, got {v:g}", field="trace")
+    if "rate_per_h" not in o:
+        o["rate_per_h"] = default_rate_per_h(o["load"], o["max_duration_s"])
+    return o
+
+
+def _arrivals(rng: np.random.Generator, n: int, rate_s: float, amp: float) -> np.ndarray:
+    if amp == 0:
+        t = np.cumsum(rng.exponential(1.0 / rate_s, size=n))
+    else:
+        # Thinning: candidates at the peak rate, kept with probability rate(t) / peak.
+        # Fixed-size chunks keep a prefix of the stream independent of n.
+        peak, chunk, out, t0 = rate_s * (1 + amp), 4096, [], 0.0
+        have = 0
+        while have < n:
+            cand = t0 + np.cumsum(rng.exponential(1.0 / peak, size=chunk))
+            u = rng.random(chunk)
+            kept = cand[u * (1 + amp) < 1 + amp * np.sin(2 * np.pi * cand / DAY_S)]
+            out.append(kept)
+            have += len(kept)
+            t0 = cand[-1]
+        t = np.concatenate(out)[:n]
+    return t - t[0]
+
+
+def generate(n_jobs: int, seed: int = 0, **opts) -> pd.DataFrame:
+    """A Philly-shaped synthetic trace of ``n_jobs`` jobs (see the module docstring)."""
+    o = _check(n_jobs, opts)
+    n = int(n_jobs)
+    s_arr, s_gpu, s_dur, s_ten = (np.random.default_rng(s) for s in np.random.SeedSequence(int(seed)).spawn(4))
+    arrival = _arrivals(s_arr, n, o["rate_per_h"] / 3600.0, o["diurnal"])
+    sizes = np.array(list(GPU_COUNTS), dtype=np.int64)
+    counts = np.array(list(GPU_COUNTS.values()), dtype=float)
+    gpus = sizes[s_gpu.choice(len(sizes), size=n, p=counts / counts.sum())]
+    dur = np.clip(np.round(s_dur.lognormal(MU, SIGMA, size=n)), 1.0, math.floor(o["max_duration_s"]))
+    k = int(o["tenants"])
+    w = np.arange(1, k + 1, dtype=float) ** -o["zipf"]
+    names = np.array([f"vc{i:02d}" for i in range(1, k + 1)], dtype=object)
+    tenant = names[s_ten.choice(k, size=n, p=w / w.sum())]
+    ids = ("syn-" + pd.Series(np.arange(n)).astype(str)).to_numpy(dtype=object)
+    df = _io.frame(job_id=ids, arrival_s=arrival, num_gpus=gpus, duration_s=dur, tenant=tenant)
+    shown = {k2: (int(v) if k2 == "tenants" else v) for k2, v in o.items()}
+    return _io.finish(df, "synthetic", fmt="synthetic", dropped={}, seed=int(seed), options=shown,
+                      description=f"synthetic Philly-shaped trace, {n} jobs, seed {seed}")

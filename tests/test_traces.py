@@ -1,0 +1,547 @@
+"""Trace loaders (ringsched.traces): hand-written files for every format, valid and malformed,
+the real traces in ../shared when present (row counts from their SOURCE.md, the reference
+workloads of issue 4), the filters, and the synthetic generator."""
+
+from __future__ import annotations
+
+import ast
+import glob
+import json
+import math
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import POLLUX, SHARED, needs_shared
+from ringsched.errors import InputError
+from ringsched.perfmodel.catalogue import profile_names
+from ringsched.traces import FORMATS, load_trace, parse_window, schema, synthetic
+from ringsched.traces import gavel, pollux
+
+TRACES = SHARED / "traces"
+PHILLY = TRACES / "philly-pollux" / "philly.csv"
+ITP = TRACES / "microsoft-itp-elasticflow"
+GAVEL = TRACES / "gavel-philly"
+ALIBABA = TRACES / "alibaba-gpu-v2023" / "openb_pod_list_default.csv"
+EF_PHILLY = TRACES / "elasticflow-philly" / "philly_103959.csv"
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def error(spec, **kw) -> InputError:
+    with pytest.raises(InputError) as e:
+        load_trace(spec, **kw)
+    line = e.value.line()
+    assert "\n" not in line
+    return e.value
+
+
+def assert_schema(df):
+    assert list(df.columns) == list(schema.COLUMNS)
+    again = schema.validate(df, "check")
+    pd.testing.assert_frame_equal(again, df.reset_index(drop=True), check_like=False)
+    assert df["arrival_s"].iloc[0] == 0
+    assert df["arrival_s"].is_monotonic_increasing
+    models = set(df["model"]) - {""}
+    assert models <= set(profile_names()), models - set(profile_names())
+
+
+# --------------------------------------------------------------------------- philly
+
+PHILLY_HEAD = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+
+
+def test_philly_small(tmp_path):
+    p = write(tmp_path, "philly.csv", PHILLY_HEAD +
+              "2017-10-09 07:01:55,66.0,1,66.0,11cb48\n"
+              "2017-10-09 06:13:03,2951.0,4,11804.0,6214e9\n"
+              "2017-10-09 06:13:04,0,1,0,6214e9\n"          # zero duration: dropped
+              "2017-10-09 08:00:00,10,2,20,103959\n")        # numeric-looking VC stays text
+    df = load_trace(f"philly:{p}")
+    assert_schema(df)
+    assert list(df["job_id"]) == ["philly-3", "philly-2", "philly-5"]
+    assert list(df["arrival_s"]) == [0.0, 2932.0, 6417.0]
+    assert list(df["num_gpus"]) == [4, 1, 2]
+    assert list(df["tenant"]) == ["6214e9", "11cb48", "103959"]
+    assert df["work_samples"].isna().all() and (df["local_bsz"] == 0).all()
+    assert df.attrs["dropped"] == 1 and df.attrs["dropped_reasons"] == {"zero duration": 1}
+    assert df.attrs["trace"] == f"philly:{p}" and df.attrs["format"] == "philly"
+
+
+@pytest.mark.parametrize("body,row,field,words", [
+    ("2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 06:13:03,abc,1,1,b\n", 3, "duration", "finite number"),
+    ("2017-10-09 07:01:55,66.0,1,66.0,a\n2017-13-09 06:13:03,1,1,1,b\n", 3, "timestamp", "unparsable"),
+    ("yesterday,66.0,1,66.0,a\n", 2, "timestamp", "unparsable"),
+    (",66.0,1,66.0,a\n", 2, "timestamp", "empty"),
+    ("2017-10-09 07:01:55,66.0,0,66.0,a\n", 2, "num_gpus", ">= 1"),
+    ("2017-10-09 07:01:55,66.0,1.5,66.0,a\n", 2, "num_gpus", "whole"),
+    ("2017-10-09 07:01:55,,1,66.0,a\n", 2, "duration", "empty"),
+    ("2017-10-09 07:01:55,-5,1,66.0,a\n", 2, "duration", ">= 0"),
+    ("2017-10-09 07:01:55,nan,1,66.0,a\n", 2, "duration", "finite"),
+    ("2017-10-09 07:01:55,inf,1,66.0,a\n", 2, "duration", "finite"),
+    ("2017-10-09 07:01:55,1,1,1,a\n2017-10-09 07:01:55,1,1,1,a,extra\n", 3, None, "readable CSV"),
+    ("2017-10-09 07:01:55,1,1,1,a,7\n2017-10-09 07:01:55,1,1,1,a,8\n", 2, None, "more fields than the header"),
+])
+def test_philly_malformed(tmp_path, body, row, field, words):
+    p = write(tmp_path, "philly.csv", PHILLY_HEAD + body)
+    e = error(f"philly:{p}")
+    assert (e.file, e.row, e.field) == (str(p), row, field)
+    assert words in e.message
+
+
+def test_philly_missing_things(tmp_path):
+    p = write(tmp_path, "p.csv", "timestamp,duration,num_gpu\n2017-10-09 07:01:55,1,1\n")
+    e = error(f"philly:{p}")
+    assert (e.row, e.field) == (1, "num_gpus") and "missing column" in e.message
+    e = error(f"philly:{tmp_path / 'nope.csv'}")
+    assert e.file == str(tmp_path / "nope.csv") and "no such file" in e.message
+    e = error(f"philly:{tmp_path}")
+    assert "folder" in e.message
+    p = write(tmp_path, "empty.csv", "")
+    assert "empty" in error(f"philly:{p}").message
+    p = write(tmp_path, "head.csv", PHILLY_HEAD)
+    assert "no data rows" in error(f"philly:{p}").message
+    p = tmp_path / "bin.csv"
+    p.write_bytes(b"\x00\xff\xfe\x01garbage\x00")
+    assert error(f"philly:{p}").file == str(p)
+    p = write(tmp_path, "zero.csv", PHILLY_HEAD + "2017-10-09 07:01:55,0,1,0,a\n")
+    e = error(f"philly:{p}")
+    assert "no usable jobs" in e.message and "zero duration" in e.message
+
+
+cell = st.one_of(st.sampled_from(["1", "0", "-1", "2.5", "x", "", "nan", "inf", "1e9", "2017-10-09 07:01:55",
+                                  "2017-02-30 00:00:00", "6214e9"]),
+                 st.text(alphabet="0123456789.-:e, \"", max_size=8))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(cell, min_size=4, max_size=6), min_size=1, max_size=5))
+def test_philly_garbage_never_crashes(tmp_path_factory, rows):
+    p = tmp_path_factory.mktemp("g") / "philly.csv"
+    p.write_text(PHILLY_HEAD + "\n".join(",".join(r) for r in rows) + "\n")
+    try:
+        df = load_trace(f"philly:{p}")
+    except InputError as e:
+        assert str(p) in e.line() and "\n" not in e.line()
+        return
+    assert_schema(df)
+
+
+# --------------------------------------------------------------------------- pollux
+
+POLLUX_HEAD = "name,time,application,num_replicas,batch_size\n"
+
+
+def test_pollux_small(tmp_path):
+    p = write(tmp_path, "workload-1.csv", POLLUX_HEAD +
+              "cifar10-0,107,cifar10,6,2048\n"
+              "bert-1,110,bert,6,384\n"
+              "ncf-2,300,ncf,1,32768\n"
+              "yolo-3,200,yolov3,4,2\n")
+    df = load_trace(f"pollux:{p}")
+    assert_schema(df)
+    assert list(df["job_id"]) == ["cifar10-0", "bert-1", "yolo-3", "ncf-2"]
+    assert list(df["arrival_s"]) == [0, 3, 93, 193]
+    assert list(df["model"]) == ["resnet18_cifar10", "bert_base", "yolov3", "ncf"]
+    assert list(df["local_bsz"]) == [341, 64, 1, 32768]
+    assert df["duration_s"].isna().all()
+    assert df["work_samples"].iloc[0] == pollux.WORK_SAMPLES["cifar10"] == 5_000_052
+
+
+@pytest.mark.parametrize("body,row,field,words", [
+    ("a,1,cifar10,6,2048\nb,2,mnist,1,1\n", 3, "application", "unknown application"),
+    ("a,1,cifar10,0,2048\n", 2, "num_replicas", ">= 1"),
+    ("a,1,cifar10,2,x\n", 2, "batch_size", "finite"),
+    ("a,-1,cifar10,2,64\n", 2, "time", ">= 0"),
+    ("a,1,cifar10,2,64\na,2,ncf,1,64\n", 3, "name", "duplicate"),
+    (",1,cifar10,2,64\n", 2, "name", "empty"),
+])
+def test_pollux_malformed(tmp_path, body, row, field, words):
+    p = write(tmp_path, "w.csv", POLLUX_HEAD + body)
+    e = error(f"pollux:{p}")
+    assert (e.file, e.row, e.field) == (str(p), row, field) and words in e.message
+
+
+# --------------------------------------------------------------------------- itp / elasticflow
+
+ITP_RAW = "job_id,submission_time,duration,num_gpu\n"
+ITP_EF = "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration\n"
+
+
+def test_itp_file_and_folder(tmp_path):
+    d = tmp_path / "raw-traces"
+    d.mkdir()
+    write(d, "cluster01.csv", ITP_RAW + "a,100,700,1\nb,160,800,8\n")
+    write(d, "cluster02.csv", ITP_RAW + "c,50,600,2\nd,130,0,1\n")   # d: zero duration, dropped
+    write(d, "195job.csv", ITP_RAW + "a,100,700,1\n")                # not a cluster file: skipped
+    one = load_trace(f"itp:{d / 'cluster01.csv'}")
+    assert_schema(one)
+    assert list(one["arrival_s"]) == [0, 60] and set(one["tenant"]) == {"cluster01"}
+    both = load_trace(f"itp:{d}")
+    assert_schema(both)
+    assert list(both["job_id"]) == ["c", "a", "b"] and list(both["arrival_s"]) == [0, 50, 110]
+    assert both.attrs["dropped"] == 1
+    picked = load_trace(f"itp:{d}", vc="cluster01")
+    pd.testing.assert_frame_equal(picked, one)
+    # the dataset folder (holding raw-traces/) reads raw-traces/
+    assert len(load_trace(f"itp:{tmp_path}")) == 3
+    # window is on the folder's clock (first submission of all files), before the vc shift
+    w = load_trace(f"itp:{d}", vc="cluster01", window=(100, 200))
+    assert list(w["job_id"]) == ["b"] and list(w["arrival_s"]) == [0]
+
+
+def test_itp_elasticflow_form(tmp_path):
+    p = write(tmp_path, "cluster04.csv", ITP_EF +
+              "x,10,100,inception3,500,64,16,288\n"
+              "y,20,100,gpt2,900,32,64,300\n"
+              "z,30,100,bert,900,128,1,300\n")
+    df = load_trace(f"itp:{p}")
+    assert_schema(df)
+    assert list(df["model"]) == ["inception_v3", "gpt2_small", "bert_base"]
+    assert list(df["local_bsz"]) == [4, 1, 128]
+    assert list(df["duration_s"]) == [288, 300, 300] and df.attrs["itp_form"] == "elasticflow"
+    # the elasticflow: loader reads the same file the same way
+    ef = load_trace(f"elasticflow:{p}")
+    pd.testing.assert_frame_equal(ef[list(schema.COLUMNS)], df[list(schema.COLUMNS)])
+
+
+def test_itp_malformed(tmp_path):
+    p = write(tmp_path, "cluster01.csv", ITP_RAW + "a,100,700,1\nb,x,800,8\n")
+    e = error(f"itp:{p}")
+    assert (e.file, e.row, e.field) == (str(p), 3, "submission_time")
+    p = write(tmp_path, "cluster02.csv", "job_id,submission_time,num_gpu\na,1,1\n")
+    e = error(f"itp:{p}")
+    assert (e.row, e.field) == (1, "duration")
+    d = tmp_path / "dup"
+    d.mkdir()
+    write(d, "cluster01.csv", ITP_RAW + "a,100,700,1\n")
+    f2 = write(d, "cluster02.csv", ITP_RAW + "b,100,700,1\na,5,700,1\n")
+    e = error(f"itp:{d}")
+    assert (e.file, e.row, e.field) == (str(f2), 3, "job_id") and "duplicate" in e.message
+    e = error(f"itp:{tmp_path / 'missing'}")
+    assert "no such file" in e.message
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no ITP CSV files" in error(f"itp:{empty}").message
+    p = write(tmp_path, "cluster03.csv", ITP_EF + "x,10,100,alexnet,500,64,16,288\n")
+    e = error(f"itp:{p}")
+    assert (e.row, e.field) == (2, "model_name") and "unknown model_name" in e.message
+
+
+def test_elasticflow_philly_form(tmp_path):
+    head = "job_id,submit_time,real_iteration,model_name,ddl,batch_size,num_gpu,real_duration,duration,iteration\n"
+    p = write(tmp_path, "philly_103959.csv", head +
+              "0,0,10,vgg16,100,256,1,976,976,10\n"
+              "1,219,10,resnet50,100,64,4,1792,1792,10\n")
+    df = load_trace(f"elasticflow:{p}")
+    assert_schema(df)
+    assert list(df["tenant"]) == ["103959", "103959"]
+    assert list(df["local_bsz"]) == [256, 16] and list(df["model"]) == ["vgg16", "resnet50"]
+    assert list(df["job_id"]) == ["0", "1"]
+    p = write(tmp_path, "philly_x.csv", head.replace("submit_time", "when") + "0,0,10,vgg16,100,256,1,976,976,10\n")
+    e = error(f"elasticflow:{p}")
+    assert (e.row, e.field) == (1, "submit_time")
+    p = write(tmp_path, "philly_y.csv", head + "0,0,10,vgg16,100,0,1,976,976,10\n")
+    assert (error(f"elasticflow:{p}").field, error(f"elasticflow:{p}").row) == ("batch_size", 2)
+
+
+# --------------------------------------------------------------------------- gavel
+
+def gavel_line(job_type, steps, arrival, sf):
+    return f"{job_type}\tcd %s/x && python3 train.py --b 64\t--num_steps\t1\t{steps}\t{arrival}\t{sf}\n"
+
+
+def test_gavel_file_and_folder(tmp_path):
+    d = tmp_path / "seed=0"
+    d.mkdir()
+    write(d, "ee9e8c.trace", gavel_line("ResNet-50 (batch size 64)", 1000, "0.000000", 4) +
+          gavel_line("CycleGAN", 50, "10.5", 1) + gavel_line("A3C", 7, "20", 1))
+    write(d, "103959.trace", gavel_line("LM (batch size 20)", 100, "5", 2))
+    df = load_trace(f"gavel:{d / 'ee9e8c.trace'}")
+    assert_schema(df)
+    assert list(df["job_id"]) == ["ee9e8c-1", "ee9e8c-2", "ee9e8c-3"]
+    assert list(df["model"]) == ["resnet50", "resnet50", "mobilenet_v2"]
+    assert list(df["local_bsz"]) == [64, 1, 1]
+    assert list(df["work_samples"]) == [64_000, 50, 7] and df["duration_s"].isna().all()
+    assert list(df["num_gpus"]) == [4, 1, 1] and set(df["tenant"]) == {"ee9e8c"}
+    both = load_trace(f"gavel:{d}")
+    assert len(both) == 4 and set(both["tenant"]) == {"ee9e8c", "103959"}
+    pd.testing.assert_frame_equal(load_trace(f"gavel:{d}", vc="ee9e8c"), df)
+    e = error(f"gavel:{d}", vc="nope")
+    assert e.field == "vc" and "103959 (1)" in e.message and "ee9e8c (3)" in e.message
+
+
+@pytest.mark.parametrize("text,row,field,words", [
+    (gavel_line("ResNet-50 (batch size 64)", 10, 0, 1) + gavel_line("GAN", 10, 1, 1), 2, "job_type", "unknown Gavel job type"),
+    (gavel_line("ResNet-50", 10, 0, 1), 1, "job_type", "unknown Gavel job type"),
+    (gavel_line("LM (batch size 5)", 0, 0, 1), 1, "total_steps", ">= 1"),
+    (gavel_line("LM (batch size 5)", 10, -3, 1), 1, "arrival_time", ">= 0"),
+    (gavel_line("LM (batch size 5)", 10, 1, 0), 1, "scale_factor", ">= 1"),
+    ("LM (batch size 5)\tcmd\t-n\t1\t10\t0\n", 1, "scale_factor", "7 tab-separated fields"),
+    (gavel_line("LM (batch size 5)", 10, 0, 1) + "a\tb\tc\td\te\tf\tg\th\n", 2, None, "readable"),
+])
+def test_gavel_malformed(tmp_path, text, row, field, words):
+    p = write(tmp_path, "vc.trace", text)
+    e = error(f"gavel:{p}")
+    assert (e.file, e.row, e.field) == (str(p), row, field) and words in e.message
+
+
+# --------------------------------------------------------------------------- alibaba
+
+ALI_HEAD = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+            "deletion_time,scheduled_time\n")
+
+
+def test_alibaba_small(tmp_path):
+    p = write(tmp_path, "pods.csv", ALI_HEAD +
+              "p0,12000,16384,1,1000,,LS,Running,100,1000,150\n"
+              "p1,6000,12288,1,460,,LS,Running,200,500,200\n"      # fractional -> 1 GPU
+              "p2,6000,12288,0,0,,BE,Running,300,900,300\n"        # CPU-only: dropped
+              "p3,6000,12288,2,1000,,LS,Pending,400,900,\n"        # never scheduled: dropped
+              "p4,6000,12288,8,1000,,LS,Failed,450,460,460\n"      # zero duration: dropped
+              "p5,6000,12288,4,1000,,LS,Succeeded,500,900,600\n")
+    df = load_trace(f"alibaba:{p}")
+    assert_schema(df)
+    assert list(df["job_id"]) == ["p0", "p1", "p5"]
+    assert list(df["arrival_s"]) == [0, 100, 400]
+    assert list(df["duration_s"]) == [850, 300, 300] and list(df["num_gpus"]) == [1, 1, 4]
+    assert df.attrs["dropped_reasons"] == {"no GPU": 1, "never scheduled": 1, "zero duration": 1}
+    assert df.attrs["fractional_gpu_pods"] == 1
+
+
+@pytest.mark.parametrize("body,row,field,words", [
+    ("p0,1,1,1,1000,,LS,Running,10,50,60\n", 2, "deletion_time", "before scheduled_time"),
+    ("p0,1,1,1,1000,,LS,Running,100,500,60\n", 2, "scheduled_time", "before creation_time"),
+    ("p0,1,1,-1,1000,,LS,Running,100,500,160\n", 2, "num_gpu", ">= 0"),
+    ("p0,1,1,1,1000,,LS,Running,,500,160\n", 2, "creation_time", "empty"),
+    ("p0,1,1,1,1000,,LS,Running,1,500,160\np0,1,1,1,1000,,LS,Running,1,500,160\n", 3, "name", "duplicate"),
+])
+def test_alibaba_malformed(tmp_path, body, row, field, words):
+    p = write(tmp_path, "pods.csv", ALI_HEAD + body)
+    e = error(f"alibaba:{p}")
+    assert (e.file, e.row, e.field) == (str(p), row, field) and words in e.message
+
+
+# --------------------------------------------------------------------------- spec, filters
+
+def test_spec_errors(tmp_path):
+    assert error("nope:x").field == "trace"
+    assert "use one of" in error("philly.csv").message
+    assert error("philly:").field == "trace"
+    assert error("synthetic:abc").field == "trace"
+    assert "unknown synthetic option 'speed'" in error("synthetic:10,speed=3").message
+    assert "not key=value" in error("synthetic:10,rate").message
+    assert "not both" in error("synthetic:10,rate_per_h=3,load=0.5").message
+    assert "diurnal" in error("synthetic:10,diurnal=1").message
+    assert "tenants" in error("synthetic:10,tenants=2.5").message
+    assert error("synthetic:0").field == "trace"
+    assert error("synthetic:10", limit=0).field == "limit"
+    assert error("synthetic:10", window=(5, 5)).field == "window"
+    assert set(FORMATS) == {"synthetic", "philly", "pollux", "itp", "gavel", "elasticflow", "alibaba"}
+
+
+def test_parse_window():
+    assert parse_window("0:3600") == (0.0, 3600.0)
+    assert parse_window("1h:2d") == (3600.0, 172800.0)
+    assert parse_window(":10") == (0.0, 10.0)
+    assert parse_window("10:") == (10.0, math.inf)
+    for bad in ["10", "5:1", "a:b", "1:2:3", "-1:5", "3:3"]:
+        with pytest.raises(InputError) as e:
+            parse_window(bad)
+        assert e.value.field == "window"
+
+
+def test_filters_order_and_rebase(tmp_path):
+    p = write(tmp_path, "philly.csv", PHILLY_HEAD +
+              "2017-10-09 00:00:00,10,1,10,A\n"
+              "2017-10-09 00:01:00,10,1,10,B\n"
+              "2017-10-09 00:02:00,10,1,10,A\n"
+              "2017-10-09 00:03:00,10,1,10,B\n"
+              "2017-10-09 00:04:00,10,1,10,A\n")
+    full = load_trace(f"philly:{p}")
+    assert list(full["arrival_s"]) == [0, 60, 120, 180, 240]
+    b = load_trace(f"philly:{p}", vc="B")
+    assert list(b["arrival_s"]) == [0, 120] and list(b["job_id"]) == ["philly-3", "philly-5"]
+    # window counts from the trace's first submission (A's at 0), not B's
+    w = load_trace(f"philly:{p}", vc="B", window=(100, 240))
+    assert list(w["job_id"]) == ["philly-5"] and list(w["arrival_s"]) == [0]
+    lim = load_trace(f"philly:{p}", vc="A", window=(60, 1e9), limit=1)
+    assert list(lim["job_id"]) == ["philly-4"] and lim["arrival_s"].iloc[0] == 0
+    assert lim.attrs["filters"] == {"vc": "A", "window": (60.0, 1e9), "limit": 1}
+    assert lim.attrs["rows_loaded"] == 5
+    e = error(f"philly:{p}", vc="C")
+    assert e.field == "vc" and "A (3), B (2)" in e.message
+    e = error(f"philly:{p}", window=(1000, 2000))
+    assert e.field == "window" and "no jobs" in e.message
+    p = write(tmp_path, "pods.csv", ALI_HEAD + "p0,1,1,1,1000,,LS,Running,1,500,160\n")
+    assert "no tenants" in error(f"alibaba:{p}", vc="x").message
+
+
+# --------------------------------------------------------------------------- synthetic
+
+def test_synthetic_deterministic_and_prefix():
+    a = load_trace("synthetic:500,diurnal=0.5", seed=3)
+    b = load_trace("synthetic:500,diurnal=0.5", seed=3)
+    assert a.to_csv().encode() == b.to_csv().encode()
+    assert (pd.util.hash_pandas_object(a) == pd.util.hash_pandas_object(b)).all()
+    c = load_trace("synthetic:500,diurnal=0.5", seed=4)
+    assert not a["arrival_s"].equals(c["arrival_s"])
+    longer = load_trace("synthetic:800,diurnal=0.5", seed=3)
+    pd.testing.assert_frame_equal(longer.iloc[:500].reset_index(drop=True), a)
+    assert_schema(a)
+    assert (a["model"] == "").all() and (a["local_bsz"] == 0).all() and a["work_samples"].isna().all()
+
+
+def test_synthetic_default_rate_gives_load_07():
+    # the comment's derivation: 0.7 x 128 / (1.30382 x 5,522.8 s) = 44.80 jobs/h
+    assert synthetic.mean_gpus() == pytest.approx(1.30382, abs=1e-5)
+    assert synthetic.mean_duration_s() == pytest.approx(5522.8, abs=0.1)
+    assert synthetic.default_rate_per_h() == pytest.approx(44.80, abs=0.01)
+    df = synthetic.generate(100_000, seed=1)
+    span = df["arrival_s"].iloc[-1]
+    rate = (len(df) - 1) / span * 3600
+    assert rate == pytest.approx(44.80, rel=0.02)
+    load = rate / 3600 * (df["num_gpus"] * df["duration_s"]).mean() / 128
+    assert load == pytest.approx(0.7, rel=0.08)   # heavy-tailed product: loose
+    d = df["duration_s"]
+    assert d.median() == pytest.approx(1144, rel=0.03) and d.quantile(0.9) == pytest.approx(11266, rel=0.03)
+    assert d.max() <= 604_800 and d.min() >= 1
+    shares = df["tenant"].value_counts(normalize=True)
+    assert shares.index[0] == "vc01" and shares.iloc[0] == pytest.approx(0.519, abs=0.01)
+    assert synthetic.default_rate_per_h(load=0.35) == pytest.approx(22.40, abs=0.01)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 400), seed=st.integers(0, 2**32 - 1), diurnal=st.sampled_from([0.0, 0.3, 0.9]),
+       tenants=st.integers(1, 12), rate=st.sampled_from([None, 0.5, 44.8, 5000.0]))
+def test_synthetic_property(n, seed, diurnal, tenants, rate):
+    spec = f"synthetic:{n},diurnal={diurnal},tenants={tenants}" + (f",rate_per_h={rate}" if rate else "")
+    df = load_trace(spec, seed=seed)
+    assert len(df) == n
+    assert_schema(df)
+    assert df["job_id"].is_unique and df["tenant"].nunique() <= tenants
+    assert set(df["num_gpus"]) <= set(synthetic.GPU_COUNTS)
+    assert np.isfinite(df["duration_s"]).all() and (df["duration_s"] >= 1).all()
+
+
+# --------------------------------------------------------------------------- real traces
+
+@lru_cache(maxsize=None)
+def real(spec: str, vc: str | None = None) -> pd.DataFrame:
+    return load_trace(spec, vc=vc)
+
+
+@needs_shared(TRACES)
+def test_real_philly():
+    df = real(f"philly:{PHILLY}")
+    assert len(df) == 82_247 and df.attrs["dropped"] == 0
+    assert df["tenant"].nunique() == 15
+    counts = df["num_gpus"].value_counts().to_dict()
+    for g, c in synthetic.GPU_COUNTS.items():     # the generator's constants are the trace's
+        assert counts[g] == c
+    assert df["duration_s"].median() == synthetic.DURATION_P50_S
+    assert df["duration_s"].quantile(0.9) == pytest.approx(synthetic.DURATION_P90_S, abs=2)
+    assert df["duration_s"].max() == 4_628_226
+    assert df.attrs["source"] == str(PHILLY)
+
+
+@needs_shared(TRACES)
+def test_reference_workload_philly_ee9e8c():
+    """Issue 4's 'Philly VC ee9e8c (--vc ee9e8c, 1,511 jobs)' is philly.csv's cluster ee9e8c."""
+    df = real(f"philly:{PHILLY}", "ee9e8c")
+    assert len(df) == 1_511 and set(df["tenant"]) == {"ee9e8c"}
+    assert df["arrival_s"].iloc[0] == 0
+    # the Gavel file of the same VC is capped at 2,000 (from the raw Philly log), not 1,511
+    assert len(real(f"gavel:{GAVEL / 'seed=0'}", "ee9e8c")) == 2_000
+
+
+@needs_shared(TRACES)
+def test_reference_workload_itp_cluster04():
+    """Issue 4's 'ITP cluster04 (15,802 jobs)': the raw-traces folder with --vc cluster04, or
+    the file; the ElasticFlow form has the same jobs."""
+    a = real(f"itp:{ITP / 'raw-traces'}", "cluster04")
+    b = real(f"itp:{ITP / 'raw-traces' / 'cluster04.csv'}")
+    assert len(a) == 15_802
+    pd.testing.assert_frame_equal(a, b)
+    ef = real(f"itp:{ITP / 'elasticflow-traces'}", "cluster04")
+    cols = ["job_id", "arrival_s", "num_gpus", "duration_s", "tenant"]
+    pd.testing.assert_frame_equal(ef[cols], a[cols])
+    assert (ef["model"] != "").all() and (ef["local_bsz"] >= 1).all()
+
+
+@needs_shared(TRACES)
+def test_real_itp_counts():
+    expect = {"cluster01": 1_595, "cluster02": 5_778, "cluster03": 3_011, "cluster04": 15_802,
+              "cluster05": 3_629, "cluster06": 2_396, "cluster07": 12_699, "cluster08": 13_047,
+              "cluster09": 11_134, "cluster10": 260}
+    for form in ("raw-traces", "elasticflow-traces"):
+        df = real(f"itp:{ITP / form}")
+        assert len(df) == 69_351 and df["tenant"].value_counts().to_dict() == expect
+        assert df["duration_s"].min() >= 600
+    assert len(real(f"elasticflow:{ITP / 'elasticflow-traces' / '195job.csv'}")) == 195
+
+
+@needs_shared(TRACES)
+def test_real_gavel():
+    df = real(f"gavel:{GAVEL / 'seed=0'}")
+    assert len(df) == 15_264 and df["tenant"].nunique() == 15
+    assert df["num_gpus"].value_counts().to_dict() == {1: 10_480, 4: 2_044, 8: 1_916, 2: 463, 16: 255, 32: 91,
+                                                       12: 6, 24: 5, 7: 2, 64: 1, 20: 1}
+    assert df["duration_s"].isna().all() and (df["work_samples"] > 0).all()
+    # every job type of Gavel's throughput table has a catalogue mapping
+    table = json.loads((GAVEL / "simulation_throughputs.json").read_text())
+    types = {ast.literal_eval(k)[0] for k in table["v100"]}  # keys are "('<job type>', scale_factor)"
+    assert len(types) == 26
+    for t in types:
+        m = gavel.job_type_model(t)
+        assert m is not None and m[0] in profile_names(), t
+
+
+@needs_shared(TRACES)
+def test_real_elasticflow_philly():
+    df = real(f"elasticflow:{EF_PHILLY}")
+    assert len(df) == 876 and set(df["tenant"]) == {"103959"}
+    assert df["num_gpus"].value_counts().to_dict() == {1: 513, 4: 330, 2: 33}
+    assert df["duration_s"].min() == 602 and df["duration_s"].max() == 1_792_395
+    assert df["model"].value_counts().to_dict() == {"resnet50": 214, "vgg16": 186, "gpt2_small": 126,
+                                                    "bert_base": 122, "deepspeech2": 118, "inception_v3": 110}
+
+
+@needs_shared(TRACES)
+def test_real_alibaba():
+    df = real(f"alibaba:{ALIBABA}")
+    assert df.attrs["dropped_reasons"] == {"no GPU": 1_088, "never scheduled": 861}
+    assert len(df) == 8_152 - 1_088 - 861 == 6_203
+    assert df["num_gpus"].value_counts().to_dict() == {1: 6_129, 8: 44, 4: 15, 2: 15}
+    assert df.attrs["fractional_gpu_pods"] == 2_573
+
+
+@needs_shared(TRACES)
+def test_real_pollux_workloads():
+    files = sorted(glob.glob(str(TRACES / "philly-pollux" / "workloads" / "workload-*.csv")))
+    assert len(files) == 8
+    for f in files:
+        df = real(f"pollux:{f}")
+        assert len(df) == 160 and df["work_samples"].notna().all()
+
+
+@needs_shared(POLLUX)
+def test_pollux_work_constants_from_curves():
+    for app in ("cifar10", "imagenet", "ncf", "yolov3"):
+        curves = {int(p.stem.split("-")[1]): pd.read_csv(p) for p in (POLLUX / app).glob("validation-*.csv")}
+        m0, epochs, progress, _ = pollux.WORK_PROVENANCE[app]
+        assert min(curves) == m0
+        assert min(c["progress"].iloc[epochs - 1] for c in curves.values()) == progress
+        assert all(len(c) >= epochs for c in curves.values())
+    # dataset size x epochs, as a sanity check on the units
+    assert pollux.WORK_SAMPLES["cifar10"] == pytest.approx(50_000 * 100, rel=1e-3)
+    assert pollux.WORK_SAMPLES["imagenet"] == pytest.approx(1_281_167 * 90, rel=1e-3)
+    assert pollux.WORK_SAMPLES["yolov3"] == pytest.approx(16_551 * 50, rel=1e-3)

@@ -10,7 +10,9 @@ import sys
 
 import typer
 
-from ringsched.cli import model_cmd, simulate_cmd
+from ringsched.cli import compare_cmd, model_cmd, simulate_cmd, sweep_cmd
+from ringsched.cli import run_cmd
+from ringsched.cli import optimum_cmd
 from ringsched.errors import InputError
 
 app = typer.Typer(
@@ -22,6 +24,10 @@ app = typer.Typer(
 )
 app.add_typer(model_cmd.app, name="model")
 app.command("simulate")(simulate_cmd.simulate)
+app.command("compare")(compare_cmd.compare)
+app.command("sweep")(sweep_cmd.sweep)
+app.command("run")(run_cmd.run)
+app.command("optimum-check")(optimum_cmd.optimum_check)
 
 
 @app.command("policies")
@@ -30,7 +36,8 @@ def policies() -> None:
     from ringsched.policies import policy_class, policy_names
 
     for name in policy_names():
-        doc = (sys.modules[policy_class(name).__module__].__doc__ or "").strip()
+        cls = policy_class(name)
+        doc = (cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or "").strip()
         print(f"{name:10s} {doc.splitlines()[0] if doc else ''}")
 
 

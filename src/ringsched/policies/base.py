@@ -15,7 +15,7 @@ Policies read ``JobState`` objects and must not change them; the caller owns the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -141,9 +141,12 @@ class Policy(ABC):
         return None
 
     @abstractmethod
-    def optimize(self, jobs: Sequence[JobState], nodes: Nodes,
+    def optimize(self, jobs: Collection[JobState], nodes: Nodes,
                  previous_allocations: Mapping[str, Placement]) -> Allocations:
-        """Placement of every job for the next slot; jobs left out (or given ()) do not run."""
+        """Placement of every job for the next slot; jobs left out (or given ()) do not run.
+
+        ``jobs`` are the active jobs (admitted, not finished) in arrival order; it is a live,
+        read-only view, so copy it (``list(jobs)``) before the call returns if it is kept."""
 
     def demand(self, js: JobState) -> int:
         """Workers a rigid policy gives a job."""

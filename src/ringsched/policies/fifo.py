@@ -16,6 +16,6 @@ class Fifo(Policy):
     name = "fifo"
 
     def optimize(self, jobs, nodes, previous_allocations):
-        order = sorted(jobs, key=lambda js: (js.job.arrival_s, js.index))
-        return allocate_in_order([(js, self.demand(js)) for js in order], nodes, previous_allocations,
-                                 preemptive=False, backfill=False)
+        # jobs arrive in arrival order; a generator keeps a long queue from being walked
+        order = ((js, self.demand(js)) for js in jobs)
+        return allocate_in_order(order, nodes, previous_allocations, preemptive=False, backfill=False)

@@ -93,7 +93,8 @@ class Simulator:
         n = cluster.num_servers
         self.up = np.ones(n, dtype=bool)
         self.used = np.zeros(n, dtype=np.int64)
-        self.active: dict[str, JobState] = {}
+        self.active: dict[str, JobState] = {}  # in arrival order
+        self._active_view = self.active.values()
         self.alloc: dict[str, Placement] = {}
         self._done_heap: list[tuple[float, int, int]] = []
         self._fail_heap: list[tuple[float, int, str]] = []
@@ -164,7 +165,8 @@ class Simulator:
 
     # ---------------------------------------------------------------- decisions
     def _validate(self, new: dict, t: float) -> None:
-        counts = np.zeros_like(self.used)
+        counts: dict[int, int] = {}
+        n = self.used.size
         for jid, p in new.items():
             js = self.active.get(jid)
             if js is None:
@@ -175,29 +177,33 @@ class Simulator:
             if not js.job.min_workers <= w <= js.job.max_workers:
                 raise PolicyError(f"{self.policy.name}: job {jid} given {w} workers outside "
                                   f"[{js.job.min_workers}, {js.job.max_workers}] at t={t}")
-            if list(p) != sorted(p) or p[0] < 0 or p[-1] >= self.used.size:
+            if p[0] < 0 or p[-1] >= n or (w > 1 and any(a > b for a, b in zip(p, p[1:]))):
                 raise PolicyError(f"{self.policy.name}: job {jid}: placement {p} is not sorted server indices")
-            np.add.at(counts, list(p), 1)
-        cap = np.where(self.up, self.cluster.gpus, 0)
-        over = np.flatnonzero(counts > cap)
-        if over.size:
-            s = int(over[0])
-            raise PolicyError(f"{self.policy.name}: server {s} given {int(counts[s])} workers, "
-                              f"capacity {int(cap[s])} at t={t}")
+            for s in p:
+                counts[s] = counts.get(s, 0) + 1
+        cap = self._capacity_list
+        for s, c in counts.items():
+            if c > cap[s]:
+                raise PolicyError(f"{self.policy.name}: server {s} given {c} workers, "
+                                  f"capacity {cap[s]} at t={t}")
 
     def _decide(self, t: float) -> None:
         nodes = Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed)
         w0 = time.perf_counter()
-        new = self.policy.optimize(list(self.active.values()), nodes, MappingProxyType(self.alloc))
+        new = self.policy.optimize(self._active_view, nodes, MappingProxyType(self.alloc))
         self.decision_wall_s += time.perf_counter() - w0
         self.decisions += 1
-        new = {jid: tuple(p) for jid, p in new.items()}
+        new = {jid: p if type(p) is tuple else tuple(p) for jid, p in new.items()}
+        self._capacity_list = np.where(self.up, self.cluster.gpus, 0).tolist()
         self._validate(new, t)
         self._apply(new, t)
 
     def _apply(self, new: dict[str, Placement], t: float) -> None:
         moved = False
-        for jid, js in self.active.items():
+        # only jobs running now or given GPUs can change; everything else stays idle
+        touched = [jid for jid in self.alloc if jid not in new] + list(new)
+        for jid in touched:
+            js = self.active[jid]
             old = self.alloc.get(jid, ())
             p = new.get(jid, ())
             if p == old:

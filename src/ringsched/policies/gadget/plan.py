@@ -75,3 +75,41 @@ def best_plan(cost: np.ndarray, units: np.ndarray, real_units: np.ndarray, need:
         options[s] = int(choice[s, q])
         q = int(parent[s, q])
     return PlanChoice(step=i, payoff=top_payoff, cost=c, finish_s=t, options=options)
+
+
+@dataclass
+class ContiguousChoice:
+    start: int  # first step the job runs
+    end: int  # step in which it completes
+    payoff: float
+    cost: float
+    finish_s: float
+
+
+def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, step_start_s: np.ndarray,
+                    step_len_s: float, utility, arrival_s: float) -> ContiguousChoice | None:
+    """The fast plan search of trace mode: run without gaps from some start step until done.
+
+    ``cost[t]`` and ``progress[t]`` (samples) are those of one worker count in step t (cost inf
+    where it does not fit). Every start step is tried at once with prefix sums, so the search
+    is O(steps) numpy work per worker count. Plans without gaps are the ones worth having in
+    practice: every gap is a preemption and a checkpoint-restart."""
+    n = cost.size
+    ok = np.isfinite(cost) & (progress > 0)
+    P = np.concatenate(([0.0], np.cumsum(np.where(ok, progress, 0.0))))
+    C = np.concatenate(([0.0], np.cumsum(np.where(ok, cost, 0.0))))
+    B = np.concatenate(([0], np.cumsum(~ok)))
+    s0 = np.arange(n)
+    e = np.searchsorted(P, P[s0] + remaining * (1 - 1e-12), side="left") - 1  # step in which it completes
+    valid = (e < n) & (e >= s0)
+    e = np.minimum(e, n - 1)
+    valid &= (B[e + 1] - B[s0]) == 0
+    if not valid.any():
+        return None
+    done_before = P[e] - P[s0]
+    frac = np.clip((remaining - done_before) / np.maximum(progress[e], 1e-300), 0.0, 1.0)
+    finish = step_start_s[e] + frac * step_len_s
+    total = C[e + 1] - C[s0]
+    pay = np.where(valid, np.asarray(utility(finish - arrival_s), dtype=float) - total, -np.inf)
+    i = int(np.argmax(pay))
+    return ContiguousChoice(int(s0[i]), int(e[i]), float(pay[i]), float(total[i]), float(finish[i]))

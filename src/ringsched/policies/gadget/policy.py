@@ -31,7 +31,7 @@ from ringsched.job import Job
 from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.gadget.embed import embed
-from ringsched.policies.gadget.plan import best_plan
+from ringsched.policies.gadget.plan import best_contiguous
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.registry import register
 
@@ -45,7 +45,7 @@ class GadgetParams:
     U: float | None = None  # highest utility per unit of one resource
     zeta: float = 1.0  # usage share at which the price reaches U
     nic_share: float = 0.5  # beta = nic_share x NIC bandwidth, reserved on each NIC a ring crosses
-    progress_units: int = 48  # work is planned in this many units
+    restart_s: float = 30.0  # checkpoint-restart cost a plan expects when a job moves
     max_steps: int = 48  # plan-search steps; a longer horizon is planned in blocks of slots
     tail_utility: float = 0.02  # plans complete before the utility falls below this share of its maximum
     retry_every: int = 3  # deferred jobs are offered again every this many slots (or when resources free up)
@@ -133,18 +133,27 @@ class Gadget(Policy):
         self._set_prices(self.p.L or L, self.p.U or U)
 
     def derive_bounds(self, jobs, cluster, slot_s: float = 300.0) -> tuple[float, float]:
-        o_min, o_max = int(cluster.gpus.min()), int(cluster.gpus.max())
-        min_share = min(1.0 / o_max, self.p.nic_share) if self.ring_aware else 1.0 / o_max
-        u_max = max(float(j.utility.max_value) for j in jobs)
-        lows = []
+        """(L, U) as value densities: utility per unit of resource (one whole GPU set or NIC of
+        one server for one slot). U: the best density any job can reach (its full utility at
+        its fastest consolidated run); L: the worst density of any plan in the search window
+        (its tail utility, at one worker, for the whole window). Prices then run from ~0 on an
+        idle server to U on a full one, so a full server turns every job away."""
+        from ringsched.perfmodel.speed import SpeedModel
+
+        speed = SpeedModel(cluster)
+        o = int(cluster.gpus.max())
+        hi, lo = [], []
         for j in jobs:
+            w = min(j.max_workers, cluster.total_gpus)
+            shape = consolidated_shape(w, o)
+            t_iso = j.work_samples / speed.throughput_sps(j.model, j.local_bsz, shape)
+            per_slot = w / o + (self.p.nic_share * shape[1] if self.ring_aware and shape[1] > 1 else 0.0)
+            u0 = float(j.utility.max_value)
+            hi.append(u0 / (per_slot * max(t_iso / slot_s, 1.0)))
             h = utility_horizon_s(j, self.p.tail_utility)
-            per_slot = j.max_workers / o_min + (self.p.nic_share * min(j.max_workers, cluster.num_servers)
-                                                if self.ring_aware and j.max_workers > o_min else 0.0)
-            demand = per_slot * max(1.0, h / slot_s)
-            lows.append(self.p.tail_utility * float(j.utility.max_value) / demand)
-        L = max(min(lows), 1e-12)
-        U = max(u_max / min_share, 2 * L)
+            lo.append(self.p.tail_utility * u0 / (per_slot * max(h / slot_s, 1.0)))
+        U = max(hi)
+        L = max(min(min(lo), U / 4), 1e-12)
         return L, U
 
     def _set_prices(self, L: float, U: float) -> None:
@@ -168,8 +177,13 @@ class Gadget(Policy):
         shape = (w, k, d, 1)
         return nodes.speed.throughput_sps(job.model, job.local_bsz, shape, self._beta_Bps(nodes) if k > 1 else None)
 
-    def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, *, horizon_end_s: float) -> Plan | None:
-        """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``."""
+    def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, *, horizon_end_s: float,
+               current: tuple = (), ran_before: bool = False) -> Plan | None:
+        """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``.
+
+        Trace mode searches, for every worker count of the job's menu, every plan that runs
+        without gaps from some step until done (``plan.best_contiguous``); ``current`` is where
+        the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart."""
         c = nodes.cluster
         slot_s = nodes.slot_s
         now = slot * slot_s
@@ -187,34 +201,50 @@ class Gadget(Policy):
         bp = (self.p.nic_share * self.prices_b(used_b)).reshape(S, steps, b).sum(axis=2)
         if not self.ring_aware:
             bp = np.zeros_like(bp)
-        need = self.p.progress_units
-        unit = remaining / need
         step_len = b * slot_s
         menu = _menu(job, c.total_gpus)
         if not menu:
             return None
-        embs = [embed(w, free, gp, bfree, bp, self.p.nic_share, ring_aware=self.ring_aware) for w in menu]
-        cost = np.stack([e.cost for e in embs], axis=1)
-        real = np.zeros_like(cost)
-        for o, e in enumerate(embs):
+        starts = now + step_len * np.arange(steps)
+        best = None
+        for w in menu:
+            e = embed(w, free, gp, bfree, bp, self.p.nic_share, ring_aware=self.ring_aware)
+            prog = np.zeros(steps)
             kd = e.k * 1000 + e.d
             for code in np.unique(kd[e.ok]):
-                rate = self._plan_rate(nodes, job, e.w, int(code // 1000), int(code % 1000))
-                real[kd == code, o] = rate * step_len / unit
-        units = np.minimum(np.floor(real), need).astype(np.int64)
-        starts = now + step_len * np.arange(steps)
-        choice = best_plan(cost, units, real, need, starts, step_len, job.utility, job.arrival_s)
-        if choice is None:
+                rate = self._plan_rate(nodes, job, w, int(code // 1000), int(code % 1000))
+                prog[kd == code] = rate * step_len
+            if current and len(current) == w:
+                # staying where it runs is free of a restart: use it while it fits
+                cc = np.bincount(np.asarray(current), minlength=S)
+                fits = np.all(cc[:, None] <= free, axis=0)
+                if self.ring_aware and (cc > 0).sum() > 1:
+                    fits &= np.all(bfree[cc > 0] >= self.p.nic_share - 1e-12, axis=0)
+                first = np.flatnonzero(~fits)
+                stay = steps if first.size == 0 else int(first[0])
+                if stay:
+                    sh = nodes.speed.shape(current)
+                    rate = self._plan_rate(nodes, job, w, sh[1], sh[2])
+                    e.cost[:stay] = (cc[:, None] * gp[:, :stay]).sum(axis=0) + \
+                        ((cc > 0)[:, None] * bp[:, :stay]).sum(axis=0) * (sh[1] > 1)
+                    e.ok[:stay] = True
+                    prog[:stay] = rate * step_len
+                    e.order[:stay] = np.argsort(-cc, kind="stable")
+                    e.take[:stay] = cc[e.order[0]]
+            elif ran_before:
+                prog[0] = max(0.0, prog[0] - self.p.restart_s * prog[0] / step_len)
+            ch = best_contiguous(e.cost, prog, remaining, starts, step_len, job.utility, job.arrival_s)
+            if ch is not None and (best is None or ch.payoff > best[0].payoff):
+                best = (ch, e)
+        if best is None:
             return None
+        ch, e = best
         slots, placements = [], []
         prev = None
-        for i, o in enumerate(choice.options):
-            if o < 0:
-                continue
-            e = embs[o]
+        for i in range(ch.start, ch.end + 1):
             counts = e.counts(i, S)
             # keep the previous step's servers when they are free here too (saves a restart)
-            if prev is not None and prev.sum() == counts.sum() and np.all(prev <= free[:, i]) and \
+            if prev is not None and np.all(prev <= free[:, i]) and \
                     (not self.ring_aware or (prev > 0).sum() == 1 or np.all(bfree[prev > 0, i] >= self.p.nic_share - 1e-12)):
                 counts = prev
             prev = counts
@@ -222,7 +252,7 @@ class Gadget(Policy):
             for s in range(slot + i * b, slot + (i + 1) * b):
                 slots.append(s)
                 placements.append(pl)
-        return Plan(slots, placements, choice.finish_s, choice.payoff, choice.cost)
+        return Plan(slots, placements, ch.finish_s, ch.payoff, ch.cost)
 
     def _commit(self, jid: str, plan: Plan, S: int) -> None:
         self.plans[jid] = plan
@@ -303,7 +333,8 @@ class Gadget(Policy):
             self.last_try[jid] = slot
             self.tried_epoch[jid] = self.epoch
             plan = self.search(js.job, js.remaining_at(nodes.now_s), nodes, slot,
-                               horizon_end_s=self._horizon_end(js, nodes))
+                               horizon_end_s=self._horizon_end(js, nodes),
+                               current=previous_allocations.get(jid, ()), ran_before=js.first_start_s is not None)
             if plan is not None and (plan.payoff > 0 or js in behind or js.first_start_s is not None and
                                      self.p.admission == "strict"):
                 self._commit(jid, plan, S)
@@ -335,6 +366,9 @@ class Gadget(Policy):
             if free.sum() < js.job.min_workers:
                 continue
             prev = previous.get(js.job_id, ())
+            plan = self.plans.get(js.job_id)
+            if plan is not None and (not prev or len(prev) != len(plan.placements[0])):
+                prev = plan.placements[0]  # start early where its plan will run it: no move later
             if prev:
                 counts = np.bincount(np.asarray(prev), minlength=free.size)
                 if np.all(counts <= free) and ((counts > 0).sum() == 1 or np.all(bfree[counts > 0] >= self.p.nic_share)):

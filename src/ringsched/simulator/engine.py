@@ -93,6 +93,7 @@ class Simulator:
         n = cluster.num_servers
         self.up = np.ones(n, dtype=bool)
         self.used = np.zeros(n, dtype=np.int64)
+        self.busy = 0  # GPUs in use (= used.sum())
         self.active: dict[str, JobState] = {}  # in arrival order
         self._active_view = self.active.values()
         self.alloc: dict[str, Placement] = {}
@@ -126,7 +127,7 @@ class Simulator:
     def _accumulate(self, t: float) -> None:
         dt = t - self._last_acc_s
         if dt > 0:
-            busy = int(self.used.sum())
+            busy = self.busy
             powered = self.used > 0
             self.busy_gpu_s += busy * dt
             self.powered_server_s += int(powered.sum()) * dt
@@ -161,31 +162,56 @@ class Simulator:
         return self.speed.throughput_sps(j.model, j.local_bsz, self.speed.shape(placement), inter_Bps)
 
     def _release(self, placement: Placement) -> None:
-        np.subtract.at(self.used, list(placement), 1)
+        used = self.used
+        for s in placement:
+            used[s] -= 1
+        self.busy -= len(placement)
+
+    def _take(self, placement: Placement) -> None:
+        used = self.used
+        for s in placement:
+            used[s] += 1
+        self.busy += len(placement)
 
     # ---------------------------------------------------------------- decisions
-    def _validate(self, new: dict, t: float) -> None:
-        counts: dict[int, int] = {}
+    def _changes(self, new: dict, t: float) -> list[tuple[str, Placement, Placement]]:
+        """(job, old, new) for every placement that changes, validated.
+
+        Unchanged placements were valid when made and failures evict what they break, so only
+        the changes need checking: bounds and order per job, then capacity with the changes
+        applied to the current usage."""
+        name = self.policy.name
         n = self.used.size
+        out = []
         for jid, p in new.items():
+            old = self.alloc.get(jid, ())
+            if p == old:
+                continue
             js = self.active.get(jid)
             if js is None:
-                raise PolicyError(f"{self.policy.name}: allocation for unknown or inactive job {jid!r} at t={t}")
-            if not p:
-                continue
-            w = len(p)
-            if not js.job.min_workers <= w <= js.job.max_workers:
-                raise PolicyError(f"{self.policy.name}: job {jid} given {w} workers outside "
-                                  f"[{js.job.min_workers}, {js.job.max_workers}] at t={t}")
-            if p[0] < 0 or p[-1] >= n or (w > 1 and any(a > b for a, b in zip(p, p[1:]))):
-                raise PolicyError(f"{self.policy.name}: job {jid}: placement {p} is not sorted server indices")
-            for s in p:
-                counts[s] = counts.get(s, 0) + 1
-        cap = self._capacity_list
-        for s, c in counts.items():
-            if c > cap[s]:
-                raise PolicyError(f"{self.policy.name}: server {s} given {c} workers, "
-                                  f"capacity {cap[s]} at t={t}")
+                raise PolicyError(f"{name}: allocation for unknown or inactive job {jid!r} at t={t}")
+            if p:
+                w = len(p)
+                if not js.job.min_workers <= w <= js.job.max_workers:
+                    raise PolicyError(f"{name}: job {jid} given {w} workers outside "
+                                      f"[{js.job.min_workers}, {js.job.max_workers}] at t={t}")
+                if p[0] < 0 or p[-1] >= n or (w > 1 and any(a > b for a, b in zip(p, p[1:]))):
+                    raise PolicyError(f"{name}: job {jid}: placement {p} is not sorted server indices")
+            out.append((jid, old, p))
+        out.extend((jid, old, ()) for jid, old in self.alloc.items() if jid not in new)
+        if out:
+            delta: dict[int, int] = {}
+            for _, old, p in out:
+                for s_ in old:
+                    delta[s_] = delta.get(s_, 0) - 1
+                for s_ in p:
+                    delta[s_] = delta.get(s_, 0) + 1
+            used, gpus, up = self.used, self.cluster.gpus, self.up
+            for s_, d in delta.items():
+                if d > 0 and (not up[s_] or used[s_] + d > gpus[s_]):
+                    cap = int(gpus[s_]) if up[s_] else 0
+                    raise PolicyError(f"{name}: server {s_} given {int(used[s_] + d)} workers, capacity {cap} at t={t}")
+        return out
 
     def _decide(self, t: float) -> None:
         nodes = Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed)
@@ -194,24 +220,16 @@ class Simulator:
         self.decision_wall_s += time.perf_counter() - w0
         self.decisions += 1
         new = {jid: p if type(p) is tuple else tuple(p) for jid, p in new.items()}
-        self._capacity_list = np.where(self.up, self.cluster.gpus, 0).tolist()
-        self._validate(new, t)
-        self._apply(new, t)
+        self._apply(self._changes(new, t), t)
 
-    def _apply(self, new: dict[str, Placement], t: float) -> None:
-        moved = False
-        # only jobs running now or given GPUs can change; everything else stays idle
-        touched = [jid for jid in self.alloc if jid not in new] + list(new)
-        for jid in touched:
-            js = self.active[jid]
-            old = self.alloc.get(jid, ())
-            p = new.get(jid, ())
-            if p == old:
-                continue
-            moved = True
-            self._materialize(js, t)
+    def _apply(self, changes: list[tuple[str, Placement, Placement]], t: float) -> None:
+        for _, old, _p in changes:  # free first, so moves between servers never over-count
             if old:
                 self._release(old)
+        for jid, old, p in changes:
+            js = self.active[jid]
+            self._materialize(js, t)
+            if old:
                 js.last_stop_s = t
                 if not p:
                     js.preemptions += 1
@@ -224,7 +242,7 @@ class Simulator:
                 js.last_start_s = t
                 js.run_from_s = t + (self.cfg.restart_s if ran_before else 0.0)
                 js.ckpt_samples, js.ckpt_anchor_s = js.done_samples, js.run_from_s
-                np.add.at(self.used, list(p), 1)
+                self._take(p)
                 self.alloc[jid] = p
                 js.rate_sps = self._rate(js, p)
             else:
@@ -233,7 +251,7 @@ class Simulator:
             js.placement = p
             self.changes.append((t, jid, " ".join(map(str, p))))
             self._push_completion(js)
-        if moved and self.cfg.contention:
+        if changes and self.cfg.contention:
             self._rerate(t)
 
     def _rerate(self, t: float) -> None:
@@ -349,7 +367,7 @@ class Simulator:
                 if self.active and (changed or self.policy.periodic):
                     self._decide(t)
                 changed = False
-                self.timeline.append((t, int(self.used.sum()), len(self.alloc),
+                self.timeline.append((t, self.busy, len(self.alloc),
                                       len(self.active) - len(self.alloc), int(self.up.sum())))
                 if self.progress is not None:
                     w = time.perf_counter()

@@ -30,7 +30,7 @@ from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.job import Job
 from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
-from ringsched.policies.gadget.embed import embed
+from ringsched.policies.gadget.embed import StepEmbeddings, embed
 from ringsched.policies.gadget.plan import best_contiguous
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.registry import register
@@ -44,6 +44,7 @@ class GadgetParams:
     L: float | None = None  # lowest utility per unit of resource a plan can earn
     U: float | None = None  # highest utility per unit of one resource
     zeta: float = 1.0  # usage share at which the price reaches U
+    bounds: str = "workload"  # how L is derived: "theory" (condition A2, loose) or "workload" (docs/theory.md)
     nic_share: float = 0.5  # beta = nic_share x NIC bandwidth, reserved on each NIC a ring crosses
     restart_s: float = 30.0  # checkpoint-restart cost a plan expects when a job moves
     max_steps: int = 48  # plan-search steps; a longer horizon is planned in blocks of slots
@@ -51,6 +52,8 @@ class GadgetParams:
     retry_every: int = 3  # deferred jobs are offered again every this many slots (or when resources free up)
     max_plans_per_slot: int = 48
     work_conserving: bool = True
+    near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
+    lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
 
     def __post_init__(self) -> None:
         if self.admission not in ("deferred", "strict"):
@@ -133,27 +136,32 @@ class Gadget(Policy):
         self._set_prices(self.p.L or L, self.p.U or U)
 
     def derive_bounds(self, jobs, cluster, slot_s: float = 300.0) -> tuple[float, float]:
-        """(L, U) as value densities: utility per unit of resource (one whole GPU set or NIC of
-        one server for one slot). U: the best density any job can reach (its full utility at
-        its fastest consolidated run); L: the worst density of any plan in the search window
-        (its tail utility, at one worker, for the whole window). Prices then run from ~0 on an
-        idle server to U on a full one, so a full server turns every job away."""
+        """(L, U) per the theorem's conditions (docs/theory.md), from the workload.
+
+        U (A1): the most utility per unit of ONE resource a plan can claim: a job's whole
+        utility over the smallest share of one server's GPUs (one GPU) or NIC (the ring's share)
+        it can take in one slot. L (A2): the least utility per unit of resource any plan in the
+        search window earns: the tail utility over the largest demand (the widest allocation for
+        the whole window). Prices run from 0 on an idle server to U on a full one."""
         from ringsched.perfmodel.speed import SpeedModel
 
         speed = SpeedModel(cluster)
         o = int(cluster.gpus.max())
-        hi, lo = [], []
+        min_share = min(1.0 / o, self.p.nic_share) if self.ring_aware else 1.0 / o
+        u_max = max(float(j.utility.max_value) for j in jobs)
+        lo = []
         for j in jobs:
             w = min(j.max_workers, cluster.total_gpus)
             shape = consolidated_shape(w, o)
-            t_iso = j.work_samples / speed.throughput_sps(j.model, j.local_bsz, shape)
             per_slot = w / o + (self.p.nic_share * shape[1] if self.ring_aware and shape[1] > 1 else 0.0)
-            u0 = float(j.utility.max_value)
-            hi.append(u0 / (per_slot * max(t_iso / slot_s, 1.0)))
-            h = utility_horizon_s(j, self.p.tail_utility)
-            lo.append(self.p.tail_utility * u0 / (per_slot * max(h / slot_s, 1.0)))
-        U = max(hi)
-        L = max(min(min(lo), U / 4), 1e-12)
+            if self.p.bounds == "theory":
+                h = utility_horizon_s(j, self.p.tail_utility)
+                lo.append(self.p.tail_utility * float(j.utility.max_value) / (per_slot * max(h / slot_s, 1.0)))
+            else:  # "workload": the density of each job's own fastest plan
+                t_iso = j.work_samples / speed.throughput_sps(j.model, j.local_bsz, shape)
+                lo.append(float(j.utility.max_value) / (per_slot * max(t_iso / slot_s, 1.0)))
+        U = u_max / min_share
+        L = min(max(min(lo), U * 1e-12), U / 2)
         return L, U
 
     def _set_prices(self, L: float, U: float) -> None:
@@ -233,9 +241,17 @@ class Gadget(Policy):
                     e.take[:stay] = cc[e.order[0]]
             elif ran_before:
                 prog[0] = max(0.0, prog[0] - self.p.restart_s * prog[0] / step_len)
-            ch = best_contiguous(e.cost, prog, remaining, starts, step_len, job.utility, job.arrival_s)
-            if ch is not None and (best is None or ch.payoff > best[0].payoff):
-                best = (ch, e)
+            near = self.p.near_payoff * float(job.utility.max_value)
+            cands = [e]
+            fixed = self._fixed_embedding(w, e, prog, remaining, free, gp, bfree, bp, nodes, job, step_len)
+            if fixed is not None:
+                cands.insert(0, fixed)  # one placement for the whole run: no migrations
+            for cand in cands:
+                pr = prog if cand is e else cand.progress
+                ch = best_contiguous(cand.cost, pr, remaining, starts, step_len, job.utility, job.arrival_s, near)
+                if ch is not None and (best is None or ch.payoff > best[0].payoff + near or
+                                       (ch.payoff >= best[0].payoff - near and ch.finish_s < best[0].finish_s)):
+                    best = (ch, cand)
         if best is None:
             return None
         ch, e = best
@@ -253,6 +269,34 @@ class Gadget(Policy):
                 slots.append(s)
                 placements.append(pl)
         return Plan(slots, placements, ch.finish_s, ch.payoff, ch.cost)
+
+    def _fixed_embedding(self, w, e, prog, remaining, free, gp, bfree, bp, nodes, job, step_len):
+        """One embedding that stays free from the first step that fits until the job would be
+        done there (estimated at that step's speed): the plan then never migrates."""
+        ok = np.flatnonzero(e.ok & (prog > 0))
+        if ok.size == 0:
+            return None
+        s0 = int(ok[0])
+        n = free.shape[1]
+        need = int(np.ceil(remaining / prog[s0])) + 1
+        s1 = min(n, s0 + need)
+        fmin = free[:, s0:s1].min(axis=1, keepdims=True)
+        bmin = bfree[:, s0:s1].min(axis=1, keepdims=True)
+        one = embed(w, fmin, gp[:, s0:s1].sum(axis=1, keepdims=True), bmin, bp[:, s0:s1].sum(axis=1, keepdims=True),
+                    self.p.nic_share, ring_aware=self.ring_aware)
+        if not one.ok[0]:
+            return None
+        counts = one.counts(0, free.shape[0])
+        sh = nodes.speed.shape(counts_to_placement(counts))
+        rate = self._plan_rate(nodes, job, w, sh[1], sh[2])
+        multi = (counts > 0).sum() > 1
+        cost = np.full(n, np.inf)
+        cost[s0:s1] = (counts[:, None] * gp[:, s0:s1]).sum(axis=0) + \
+            ((counts > 0)[:, None] * bp[:, s0:s1]).sum(axis=0) * multi
+        fx = StepEmbeddings(w, cost, np.full(n, sh[1]), np.full(n, sh[2]), np.isfinite(cost),
+                            np.tile(one.order[0], (n, 1)), np.tile(one.take[0], (n, 1)))
+        fx.progress = np.where(np.isfinite(cost), rate * step_len, 0.0)
+        return fx
 
     def _commit(self, jid: str, plan: Plan, S: int) -> None:
         self.plans[jid] = plan
@@ -348,9 +392,10 @@ class Gadget(Policy):
 
     def _lend(self, jobs, nodes: Nodes, slot: int, out: dict, previous) -> None:
         """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first."""
-        used_g, used_b = self.ledger.window(slot, slot + 1)
-        free = np.maximum(nodes.capacity - used_g[:, 0], 0)
-        bfree = 1.0 - used_b[:, 0]
+        k = max(1, self.p.lend_lookahead)
+        used_g, used_b = self.ledger.window(slot, slot + k)
+        free = np.maximum(nodes.capacity - used_g.max(axis=1), 0)
+        bfree = 1.0 - used_b.max(axis=1)
         if free.sum() == 0:
             return
         idle = [js for js in jobs if js.job_id not in out]
@@ -377,7 +422,9 @@ class Gadget(Policy):
                     if (counts > 0).sum() > 1:
                         bfree[counts > 0] -= self.p.nic_share
                     continue
-            w = min(js.job.max_workers, int(free.sum()))
+            # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
+            # lent GPUs may be taken back next slot, and a spread ring is slow anyway
+            w = min(js.job.max_workers, max(int(free.max()), js.job.min_workers))
             while w >= js.job.min_workers:
                 pl = consolidated(w, free)
                 if pl is not None:

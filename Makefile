@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench clean
+.PHONY: demo table test bench clean
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,9 +13,13 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
+	$(VENV)/bin/ringsched compare --trace synthetic:1000 --cluster 16x8 --policies all --out results/demo
+
+table: $(STAMP)
 	$(VENV)/bin/ringsched demo
 
 test: $(STAMP)
+	sh scripts/install_chromium.sh
 	$(VENV)/bin/python -m pytest
 
 bench: $(STAMP)

@@ -10,7 +10,8 @@ import sys
 
 import typer
 
-from ringsched.cli import model_cmd, simulate_cmd
+from ringsched.cli import compare_cmd, model_cmd, simulate_cmd, sweep_cmd
+from ringsched.cli import run_cmd
 from ringsched.errors import InputError
 
 app = typer.Typer(
@@ -22,6 +23,9 @@ app = typer.Typer(
 )
 app.add_typer(model_cmd.app, name="model")
 app.command("simulate")(simulate_cmd.simulate)
+app.command("compare")(compare_cmd.compare)
+app.command("sweep")(sweep_cmd.sweep)
+app.command("run")(run_cmd.run)
 
 
 @app.command("policies")

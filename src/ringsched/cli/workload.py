@@ -42,3 +42,66 @@ def load_workload(trace: str, cluster: str, *, vc: str | None, window: str | Non
     if not jobs:
         raise InputError("the trace has no jobs after filtering", field="trace")
     return Workload(trace, cl, jobs, int(frame.attrs.get("dropped", 0) or 0))
+
+
+# --- Options shared by the commands that run the simulator (compare, sweep). -----------------
+# Added for issue 5; `simulate` still declares its own copies of the simulator options.
+
+SlotSOpt = typer.Option(300.0, "--slot-s", help="Scheduling slot (round) length, seconds.")
+RestartSOpt = typer.Option(30.0, "--restart-s", help="Checkpoint-restart cost of a placement change, seconds.")
+CheckpointSOpt = typer.Option(1800.0, "--checkpoint-s", help="Checkpoint interval while running, seconds.")
+MtbfOpt = typer.Option(None, "--mtbf", help="Mean time between failures of each server, hours (default: no failures).")
+MttrOpt = typer.Option(2.0, "--mttr", help="Mean time to repair a failed server, hours.")
+ContentionOpt = typer.Option(False, "--contention",
+                             help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world.")
+HorizonSOpt = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting.")
+PoliciesOpt = typer.Option("all", "--policies",
+                           help="Comma-separated policy names, or 'all' (ringsched policies lists them).")
+ObjectiveOpt = typer.Option("jct", "--objective", help="Objective the policies optimise (recorded in the outputs).")
+WorkersOpt = typer.Option(None, "--workers", min=1, help="Worker processes (default: min(runs, CPU count)).")
+
+
+def sim_config_kwargs(*, slot_s: float, restart_s: float, checkpoint_s: float, mtbf: float | None,
+                      mttr: float, contention: bool, horizon_s: float | None) -> dict:
+    """The simulator options as ``SimConfig`` keyword arguments (without the seed), validated."""
+    from ringsched.simulator import SimConfig
+
+    kw = dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf_h=mtbf, mttr_h=mttr,
+              contention=contention, horizon_s=horizon_s)
+    try:
+        SimConfig(**kw)
+    except ValueError as e:
+        raise InputError(str(e), field="options") from None
+    return kw
+
+
+def parse_policies(text: str) -> list[str]:
+    """``"all"`` or ``"a,b,c"`` -> registered policy names, in the given order, no duplicates."""
+    from ringsched.policies import policy_class, policy_names
+
+    text = (text or "").strip()
+    if text.lower() == "all":
+        return policy_names()
+    names: list[str] = []
+    for name in (p.strip() for p in text.split(",")):
+        if name and name not in names:
+            policy_class(name)  # unknown -> InputError listing the known ones
+            names.append(name)
+    if not names:
+        raise InputError("no policy given; use a comma-separated list or 'all'", field="policies")
+    return names
+
+
+def objective_names() -> list[str]:
+    """The objectives that exist (``ringsched.objectives.objective_names`` once it is defined)."""
+    import ringsched.objectives as objectives
+
+    fn = getattr(objectives, "objective_names", None)
+    return list(fn()) if callable(fn) else ["jct"]
+
+
+def check_objective(name: str) -> str:
+    known = objective_names()
+    if name not in known:
+        raise InputError(f"unknown objective {name!r}; known: {', '.join(known)}", field="objective")
+    return name

@@ -128,7 +128,7 @@ class Policy(ABC):
     periodic: ClassVar[bool] = False
     rigid: ClassVar[bool] = True
 
-    def prepare(self, jobs: Sequence[Job], cluster: Cluster) -> None:
+    def prepare(self, jobs: Sequence[Job], cluster: Cluster, speed: SpeedModel | None = None) -> None:
         """Called once before a run with the workload (policies that need bounds on it, such as
         GADGET's price range, read them here; the default ignores it)."""
 
@@ -147,6 +147,11 @@ class Policy(ABC):
 
         ``jobs`` are the active jobs (admitted, not finished) in arrival order; it is a live,
         read-only view, so copy it (``list(jobs)``) before the call returns if it is kept."""
+
+    def wakeup_s(self, now_s: float, slot_s: float) -> float | None:
+        """When nothing runs and nothing happens, the caller stops unless the policy names a
+        later time at which it will act (e.g. a plan that starts then). Default: none."""
+        return None
 
     def demand(self, js: JobState) -> int:
         """Workers a rigid policy gives a job."""

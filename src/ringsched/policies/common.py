@@ -38,21 +38,25 @@ def allocate_in_order(order: Sequence[tuple[JobState, int]], nodes: Nodes,
     rack = nodes.cluster.rack_index if nodes.cluster.racks else None
     out: Allocations = {}
     if not preemptive:
+        fl = free.tolist()
+        for jid, prev in previous.items():  # running jobs stay where they are
+            if take_placement(fl, prev):
+                out[jid] = prev
+        free = np.asarray(fl, dtype=np.int64)
+        left = int(free.sum())
         for js, w in order:
-            prev = previous.get(js.job_id, ())
-            if prev and _keepable(prev, len(prev), free):
-                out[js.job_id] = prev
-                np.subtract.at(free, list(prev), 1)
-        blocked = False
-        for js, w in order:
-            if js.job_id in out or blocked or w <= 0:
+            if left == 0:
+                break
+            if w <= 0 or js.job_id in out:
                 continue
-            p = consolidated(w, free, rack)
+            p = consolidated(w, free, rack) if w <= left else None
             if p is None:
-                blocked = not backfill
+                if not backfill:
+                    break  # strict FIFO: the head of the queue blocks the rest
                 continue
             out[js.job_id] = p
-            np.subtract.at(free, list(p), 1)
+            take_placement(free, p)
+            left -= w
         return out
 
     budget = int(free.sum())
@@ -78,4 +82,102 @@ def allocate_in_order(order: Sequence[tuple[JobState, int]], nodes: Nodes,
         if p is not None:
             out[js.job_id] = p
             np.subtract.at(free, list(p), 1)
+    return out
+
+
+def arrival_key(js: JobState) -> tuple[float, int]:
+    """The deterministic tie-break every policy uses: (arrival time, index)."""
+    return (js.job.arrival_s, js.index)
+
+
+def tenant_of(js: JobState) -> str:
+    """The job's tenant for fair-share policies; a job without one is a tenant on its own."""
+    return js.job.tenant or f"\0{js.job_id}"
+
+
+def running_rate_sps(js: JobState, nodes: Nodes, placement: Placement) -> float:
+    """Planned samples/s of ``js`` on ``placement`` (its actual shape, not a consolidated one)."""
+    j = js.job
+    return nodes.speed.throughput_sps(j.model, j.local_bsz, nodes.speed.shape(placement))
+
+
+def take_placement(free: np.ndarray, placement: Placement) -> bool:
+    """Take ``placement``'s GPUs out of ``free`` if they are all free there (True); else
+    leave ``free`` unchanged (False). An empty placement is never taken."""
+    if not placement:
+        return False
+    counts: dict[int, int] = {}
+    for s in placement:
+        counts[s] = counts.get(s, 0) + 1
+    for s, c in counts.items():
+        if free[s] < c:
+            return False
+    for s, c in counts.items():
+        free[s] -= c
+    return True
+
+
+def take_all(free, placements: Sequence[Placement]) -> list[bool]:
+    """``[take_placement(free, p) for p in placements]``, in one numpy step when they all fit
+    together (the usual case: the previous allocations of a valid decision)."""
+    from itertools import chain
+
+    if placements:
+        flat = np.fromiter(chain.from_iterable(placements), dtype=np.int64)
+        if flat.size:
+            need = np.bincount(flat, minlength=len(free))
+            have = np.asarray(free)
+            if need.size == have.size and bool(np.all(need <= have)):
+                left = have - need
+                free[:] = left if isinstance(free, np.ndarray) else left.tolist()
+                return [bool(p) for p in placements]
+    return [take_placement(free, p) for p in placements]
+
+
+def allocate_in_order_fast(order: Sequence[tuple[JobState, int]], nodes: Nodes,
+                           previous: Mapping[str, Placement], *, preemptive: bool = True,
+                           backfill: bool = True) -> Allocations:
+    """The same allocations as ``allocate_in_order`` (tests/test_baselines.py checks it), much
+    faster on long queues. Preemptive: every pair that fits in the GPUs left is chosen, and
+    every chosen pair can be placed (each fits in the free total, and ``consolidated`` only
+    fails when it does not), so a pair passed over never fits later and backfilling places
+    nothing more: ``order`` is read only until the GPUs are all spoken for. The running jobs
+    to keep are checked and taken in one numpy step, and a job is only offered to
+    ``consolidated`` when the free GPUs in total could hold it."""
+    free = nodes.capacity.copy()
+    rack = nodes.cluster.rack_index if nodes.cluster.racks else None
+    out: Allocations = {}
+    get = previous.get
+    if preemptive:
+        budget = int(free.sum())
+        todo = []
+        for js, w in order:
+            if budget == 0:
+                break
+            if 0 < w <= budget:
+                todo.append((js.job.job_id, w))
+                budget -= w
+            elif w > 0 and not backfill:
+                break
+        keep = [(jid, p) for jid, w in todo if len(p := get(jid, ())) == w]
+    else:
+        todo = [(js.job.job_id, w) for js, w in order]
+        keep = [(jid, p) for jid, _ in todo if (p := get(jid, ()))]
+    for (jid, p), ok in zip(keep, take_all(free, [p for _, p in keep])):
+        if ok:
+            out[jid] = p
+    total = int(free.sum())
+    blocked = False
+    for jid, w in todo:
+        if total == 0:
+            break
+        if jid in out or blocked or w <= 0:
+            continue
+        p = consolidated(w, free, rack) if w <= total else None
+        if p is None:
+            blocked = not preemptive and not backfill
+            continue
+        out[jid] = p
+        take_placement(free, p)
+        total -= w
     return out

@@ -344,7 +344,7 @@ class Simulator:
             for s in range(self.cluster.num_servers):
                 self._fail_heap.append((t0 + self._rng.exponential(self.cfg.mtbf_h * 3600.0), s, "fail"))
             heapq.heapify(self._fail_heap)
-        self.policy.prepare([js.job for js in states], self.cluster)
+        self.policy.prepare([js.job for js in states], self.cluster, self.speed)
         t = t0
         changed = True
         last_report = 0.0
@@ -384,7 +384,10 @@ class Simulator:
                 if ev is not None:
                     cands.append(max(t + slot, self._boundary_after(ev[0])))
                 if not cands or (not self.alloc and nxt >= n_jobs and self.up.all()):
-                    break  # nothing runs and nothing can happen: the rest wait forever
+                    wake = self.policy.wakeup_s(t, slot) if self.active else None
+                    if wake is None or wake <= t:
+                        break  # nothing runs and nothing can happen: the rest wait forever
+                    cands.append(self._boundary_after(wake))
                 b = min(cands)
                 if b > horizon:
                     self._accumulate(horizon)

@@ -107,7 +107,8 @@ def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, st
     if not valid.any():
         return None
     done_before = P[e] - P[s0]
-    frac = np.clip((remaining - done_before) / np.maximum(progress[e], 1e-300), 0.0, 1.0)
+    pe = progress[e]
+    frac = np.clip((remaining - done_before) / np.where(pe > 0, pe, 1.0), 0.0, 1.0)
     finish = step_start_s[e] + frac * step_len_s
     total = C[e + 1] - C[s0]
     pay = np.where(valid, np.asarray(utility(finish - arrival_s), dtype=float) - total, -np.inf)

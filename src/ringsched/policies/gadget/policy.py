@@ -127,15 +127,15 @@ class Gadget(Policy):
         self.rejected_payoff = 0
 
     # ------------------------------------------------------------ parameters
-    def prepare(self, jobs, cluster) -> None:
+    def prepare(self, jobs, cluster, speed=None) -> None:
         """Price bounds from the workload's utilities and sizes (OASiS assumes such bounds known)."""
         if self.p.L is not None and self.p.U is not None:
             self._set_prices(self.p.L, self.p.U)
             return
-        L, U = self.derive_bounds(jobs, cluster)
+        L, U = self.derive_bounds(jobs, cluster, speed)
         self._set_prices(self.p.L or L, self.p.U or U)
 
-    def derive_bounds(self, jobs, cluster, slot_s: float = 300.0) -> tuple[float, float]:
+    def derive_bounds(self, jobs, cluster, speed=None, slot_s: float = 300.0) -> tuple[float, float]:
         """(L, U) per the theorem's conditions (docs/theory.md), from the workload.
 
         U (A1): the most utility per unit of ONE resource a plan can claim: a job's whole
@@ -145,7 +145,7 @@ class Gadget(Policy):
         the whole window). Prices run from 0 on an idle server to U on a full one."""
         from ringsched.perfmodel.speed import SpeedModel
 
-        speed = SpeedModel(cluster)
+        speed = speed or SpeedModel(cluster)
         o = int(cluster.gpus.max())
         min_share = min(1.0 / o, self.p.nic_share) if self.ring_aware else 1.0 / o
         u_max = max(float(j.utility.max_value) for j in jobs)
@@ -173,7 +173,7 @@ class Gadget(Policy):
             c = nodes.cluster
             self.ledger = Ledger(c.gpus, np.array([s.nic_Bps for s in c.servers]))
         if self.prices_g is None:
-            self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster)
+            self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
 
     # ------------------------------------------------------------ plan search
     def _beta_Bps(self, nodes: Nodes) -> float:
@@ -390,13 +390,20 @@ class Gadget(Policy):
             self._lend(jobs, nodes, slot, out, previous_allocations)
         return out
 
+    def wakeup_s(self, now_s: float, slot_s: float) -> float | None:
+        """The next slot in which a committed plan runs (the simulator must not stop before)."""
+        nxt = [s for plan in self.plans.values() for s in plan.slots if s * slot_s > now_s]
+        return min(nxt) * slot_s if nxt else None
+
     def _lend(self, jobs, nodes: Nodes, slot: int, out: dict, previous) -> None:
         """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first."""
         k = max(1, self.p.lend_lookahead)
         used_g, used_b = self.ledger.window(slot, slot + k)
-        free = np.maximum(nodes.capacity - used_g.max(axis=1), 0)
+        now_free = np.maximum(nodes.capacity - used_g[:, 0], 0)  # this slot only
+        now_bfree = 1.0 - used_b[:, 0]
+        free = np.maximum(nodes.capacity - used_g.max(axis=1), 0)  # stays free a while
         bfree = 1.0 - used_b.max(axis=1)
-        if free.sum() == 0:
+        if now_free.sum() == 0:
             return
         idle = [js for js in jobs if js.job_id not in out]
         if not idle:
@@ -408,17 +415,31 @@ class Gadget(Policy):
 
         idle.sort(key=lambda js: (left_s(js), js.job.arrival_s, js.index))
         for js in idle:
-            if free.sum() < js.job.min_workers:
-                continue
             prev = previous.get(js.job_id, ())
             plan = self.plans.get(js.job_id)
-            if plan is not None and (not prev or len(prev) != len(plan.placements[0])):
-                prev = plan.placements[0]  # start early where its plan will run it: no move later
+            if plan is not None:
+                # a planned job starts early where its plan will run it (no move later): its
+                # own reservations are what the lookahead would see there, so check this slot
+                first = plan.placements[0]
+                counts = np.bincount(np.asarray(first), minlength=free.size)
+                multi = (counts > 0).sum() > 1
+                if np.all(counts <= np.minimum(now_free, free + counts)) and \
+                        (not multi or np.all(now_bfree[counts > 0] >= self.p.nic_share)):
+                    out[js.job_id] = first
+                    now_free -= counts
+                    free = np.minimum(free, now_free)
+                    if multi:
+                        now_bfree[counts > 0] -= self.p.nic_share
+                        bfree = np.minimum(bfree, now_bfree)
+                continue
+            if free.sum() < js.job.min_workers:
+                continue
             if prev:
                 counts = np.bincount(np.asarray(prev), minlength=free.size)
                 if np.all(counts <= free) and ((counts > 0).sum() == 1 or np.all(bfree[counts > 0] >= self.p.nic_share)):
                     out[js.job_id] = prev
                     free -= counts
+                    now_free -= counts
                     if (counts > 0).sum() > 1:
                         bfree[counts > 0] -= self.p.nic_share
                     continue
@@ -433,11 +454,12 @@ class Gadget(Policy):
                     if not multi or np.all(bfree[counts > 0] >= self.p.nic_share):
                         out[js.job_id] = pl
                         free -= counts
+                        now_free -= counts
                         if multi:
                             bfree[counts > 0] -= self.p.nic_share
                         break
                 w -= 1
-            if free.sum() == 0:
+            if now_free.sum() == 0:
                 break
 
 

@@ -1,0 +1,732 @@
+"""The scheduling loop of real execution, shared by every backend.
+
+The controller calls a policy exactly as the simulator does (``ringsched.policies.base``):
+``admit(job, nodes)`` when a job arrives, ``optimize(active_job_states, nodes,
+previous_allocations)`` at every slot boundary, and applies the returned placements. What
+differs from the simulator is where progress comes from: each job's ``JobState`` is kept
+current from what its workers report (samples done, iteration times), and the speed model
+the policy plans with is refitted online from measured step times (``refit``).
+
+A backend is only a :class:`Launcher`: start the workers of an attempt (a job on a
+placement), ask them to checkpoint and stop, kill them, and report their events. Applying a
+decision: every job whose placement changed is asked to stop (its rank 0 checkpoints), the
+controller waits until those workers are gone, then starts each job at its new placement
+from its checkpoint. Everything durable goes to the SQLite journal (``journal``), so a new
+controller on the same state directory resumes every job from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from ringsched.backends.jobs_file import RunJob, jobs_digest
+from ringsched.backends.journal import Journal
+from ringsched.backends.refit import CPU_PRIOR, Measurement, median_abs_pct_error, refit
+from ringsched.backends.worker import read_ckpt_meta
+from ringsched.cluster.model import Cluster
+from ringsched.errors import InputError
+from ringsched.perfmodel.ring import RingParams
+from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
+from ringsched.policies.base import JobState, Nodes, Policy
+from ringsched.simulator.engine import PolicyError
+
+TERMINAL = ("completed", "failed", "rejected")
+MIN_STEPS = 5  # iterations an attempt needs before its median step time counts as a measurement
+
+
+@dataclass
+class Attempt:
+    """One launch of a job on a placement (one gloo group)."""
+
+    id: int
+    job: RunJob
+    placement: Placement
+    started_s: float
+    predicted_step_s: float
+    start_samples: float
+    state: str = "running"  # running -> stopping -> ended
+    samples: float = 0.0
+    step: int = 0
+    times: list[float] = field(default_factory=list)
+    exits: dict[int, int] = field(default_factory=dict)
+    errors: list[dict] = field(default_factory=list)
+    ended_hint: str | None = None  # "done" / "stopped" from rank 0
+    stop_sent_at: float | None = None
+    kill_sent: bool = False
+    pids: list[int] = field(default_factory=list)
+    host: str = ""
+    nodes: dict[int, str] = field(default_factory=dict)  # rank -> node id (Ray)
+
+    @property
+    def world(self) -> int:
+        return len(self.placement)
+
+    def measured_step_s(self) -> float | None:
+        return statistics.median(self.times) if len(self.times) >= MIN_STEPS else None
+
+
+class Launcher(ABC):
+    """What a backend provides: processes for attempts, and their events."""
+
+    name: str = ""
+
+    @abstractmethod
+    def start(self, attempt: Attempt, config: dict) -> None:
+        """Start ``attempt.world`` workers; ``config`` is the worker config without rank,
+        world and rendezvous address (the launcher adds them)."""
+
+    @abstractmethod
+    def stop(self, attempt: Attempt) -> None:
+        """Ask every worker of the attempt to checkpoint and stop (they agree on the step)."""
+
+    @abstractmethod
+    def kill(self, attempt: Attempt) -> None:
+        """Stop the attempt's workers now, without a checkpoint."""
+
+    @abstractmethod
+    def poll(self, timeout_s: float) -> list[tuple[int, int, dict]]:
+        """Events ``(attempt id, rank, event)`` since the last call, waiting up to
+        ``timeout_s`` for the first. Every worker ends with ``{"ev": "exit", "rc": code}``,
+        after all its other events."""
+
+    def reap(self, stale: list[dict]) -> None:
+        """Recovery: make sure workers of attempts journaled by a dead controller are gone."""
+
+    def close(self) -> None:
+        """Release everything (workers of unfinished attempts are killed)."""
+
+
+@dataclass
+class RunConfig:
+    slot_s: float = 5.0
+    ckpt_every_s: float = 10.0
+    stop_timeout_s: float = 60.0
+    max_failures: int = 3  # a job whose workers crash this many times fails
+    report_every_s: float = 0.5
+    worker_timeout_s: float = 120.0
+
+
+def check_journal(journal: Journal, jobs: list[RunJob], cluster_spec: str) -> bool:
+    """True when ``journal`` holds an earlier run of these jobs on this cluster (to resume),
+    False when it is empty; an ``InputError`` when it belongs to another run."""
+    meta = journal.meta()
+    if not meta:
+        return False
+    if meta.get("jobs_digest") != jobs_digest(jobs):
+        raise InputError(f"state directory {journal.dir} belongs to another run (its jobs differ; "
+                         f"it ran {meta.get('jobs_source', '?')!r})", field="state")
+    if meta.get("cluster") != cluster_spec:
+        raise InputError(f"state directory {journal.dir} belongs to a run on cluster "
+                         f"{meta.get('cluster')!r}, not {cluster_spec!r}", field="state")
+    return True
+
+
+class Controller:
+    """One real run: jobs, a cluster, a policy, a launcher, a journal."""
+
+    def __init__(self, jobs: list[RunJob], cluster: Cluster, cluster_spec: str, policy: Policy,
+                 launcher: Launcher, journal: Journal, config: RunConfig | None = None, *,
+                 jobs_source: str = "", notify: Callable[[str], None] | None = None,
+                 on_tick: Callable[["Controller"], None] | None = None):
+        if not jobs:
+            raise InputError("no jobs to run", field="jobs")
+        self.jobs = {j.name: j for j in jobs}
+        self.cluster = cluster
+        self.cluster_spec = cluster_spec
+        self.policy = policy
+        self.launcher = launcher
+        self.journal = journal
+        self.cfg = config or RunConfig()
+        self.jobs_source = jobs_source
+        self.notify = notify or (lambda msg: None)
+        self.on_tick = on_tick
+        self.speed = SpeedModel(cluster)
+        self.priors: dict[str, RingParams] = {}
+        self.measurements: dict[str, list[Measurement]] = {}
+        self.fitted: set[str] = set()  # models refitted on measurements at least once
+        self._dirty_models: set[str] = set()
+        self.states: dict[str, JobState] = {}
+        self.alloc: dict[str, Placement] = {}
+        self.live: dict[int, Attempt] = {}  # attempt id -> attempt, not yet ended
+        self.by_job: dict[str, Attempt] = {}  # job -> its live attempt
+        self.losses: dict[str, list[tuple[int, float]]] = {}
+        self.loss_first: dict[str, float | None] = {}
+        self.loss_last: dict[str, float | None] = {}
+        self.counters: dict[str, dict] = {}
+        self.ckpt_dir = journal.dir / "ckpt"
+        self.log_dir = journal.dir / "logs"
+        self.interrupted = False
+        self.stalled = False
+        self.decisions = 0
+        self._t0 = time.monotonic()
+        self._offset = 0.0
+        self._wall0 = time.perf_counter()
+        for j in jobs:  # every job type starts from the CPU prior, refitted as steps are measured
+            if j.model not in self.priors:
+                self.priors[j.model] = CPU_PRIOR
+                self.speed.set_params(j.model, CPU_PRIOR)
+
+    # ------------------------------------------------------------------ clock
+    def now(self) -> float:
+        return self._offset + (time.monotonic() - self._t0)
+
+    # ------------------------------------------------------------------ setup / recovery
+    def _isolated_s(self, j: RunJob) -> float:
+        w = min(j.max_workers, self.cluster.total_gpus)
+        shape = consolidated_shape(w, int(self.cluster.gpus.max()))
+        return j.work_samples / self.speed.throughput_sps(j.model, j.local_bsz, shape)
+
+    def _ckpt_path(self, job: str) -> str:
+        return str(self.ckpt_dir / f"{job}.pt")
+
+    def _setup(self) -> None:
+        digest = jobs_digest(list(self.jobs.values()))
+        order = sorted(self.jobs.values(), key=lambda j: (j.arrival_s, j.name))
+        for n, j in enumerate(order):
+            self.states[j.name] = JobState(j.to_job(self._isolated_s(j)), n, self._isolated_s(j))
+            self.losses[j.name] = []
+            self.loss_first[j.name] = self.loss_last[j.name] = None
+            self.counters[j.name] = {"resizes": 0, "completions": 0, "last_workers": 0}
+        if not check_journal(self.journal, list(self.jobs.values()), self.cluster_spec):
+            self.journal.set_meta(schema="1", jobs_digest=digest, cluster=self.cluster_spec,
+                                  backend=self.launcher.name, policy=self.policy.name, jobs_source=self.jobs_source,
+                                  clock_s=0.0, created=time.time())
+            for j in order:
+                self.journal.add_job(j.name, j.to_dict())
+            return
+        meta = self.journal.meta()
+        self._recover(meta)
+
+    def _recover(self, meta: dict) -> None:
+        """Resume after a controller that stopped (or was killed): orphaned workers are reaped,
+        every unfinished job restarts from its last checkpoint, finished ones stay finished."""
+        self._offset = float(meta.get("clock_s", 0.0))
+        self._t0 = time.monotonic()
+        t = self.now()
+        stale = self.journal.attempts(open_only=True)
+        if stale:
+            self.notify(f"recovering: {len(stale)} attempt(s) of the previous scheduler")
+            self.launcher.reap(stale)
+        for a in stale:
+            self.journal.update_attempt(a["id"], ended_s=t, outcome="orphaned")
+        for a in self.journal.attempts():
+            if a["measured_step_s"] and a["measured_steps"] >= MIN_STEPS:
+                self._add_measurement(a["model"], Measurement(a["workers"], a["servers"], a["max_per_server"],
+                                                              a["local_bsz"], a["measured_step_s"], a["measured_steps"]))
+        for row in self.journal.jobs():
+            jid = row["job_id"]
+            if jid not in self.states:
+                continue
+            js = self.states[jid]
+            for k in ("done_samples", "attained_gpu_s", "restarts", "preemptions", "failures", "lost_samples"):
+                setattr(js, k, type(getattr(js, k))(row[k]))
+            js.first_start_s = row["first_start_s"]
+            js.finish_s = row["finish_s"]
+            js.reason = row["reason"]
+            js.ckpt_samples = row["ckpt_samples"]
+            self.loss_first[jid], self.loss_last[jid] = row["loss_first"], row["loss_last"]
+            self.losses[jid] = self.journal.losses(jid)
+            self.counters[jid] = {"resizes": row["resizes"], "completions": row["completions"],
+                                  "last_workers": row["last_workers"]}
+            status = row["status"]
+            js.mark_s = js.run_from_s = js.last_stop_s = t
+            if status in TERMINAL:
+                js.status = status
+                continue
+            ck = read_ckpt_meta(self._ckpt_path(jid))
+            if ck is not None:
+                js.ckpt_samples = js.done_samples = float(ck["samples"])
+                known = self.journal.checkpoints(jid)
+                if not known or known[-1]["samples"] < js.ckpt_samples or (ck.get("done") and not known[-1]["done"]):
+                    # written after the last one the dead scheduler journaled (its workers'
+                    # checkpoint when they saw it die)
+                    self.journal.add_checkpoint(jid, ck.get("attempt"), int(ck.get("step", 0)), js.ckpt_samples,
+                                                bool(ck.get("done")), self._ckpt_path(jid), t)
+                if ck.get("done"):
+                    self._mark_completed(js, t, note="completed by its final checkpoint before the restart")
+                    continue
+            else:
+                js.ckpt_samples = js.done_samples = 0.0
+            js.status = "active" if status == "active" else "pending"
+            self.journal.update_job(jid, status=js.status, done_samples=js.done_samples, ckpt_samples=js.ckpt_samples)
+            if js.status == "active":
+                self.journal.event(t, jid, "resume", f"from checkpoint at {int(js.ckpt_samples)} samples")
+                self.notify(f"{jid}: resumes from its checkpoint at {int(js.ckpt_samples)} samples")
+        self._refit_dirty()
+
+    # ------------------------------------------------------------------ measurements and the model
+    def _add_measurement(self, model: str, m: Measurement) -> None:
+        self.measurements.setdefault(model, []).append(m)
+        self._dirty_models.add(model)
+
+    def _refit_dirty(self, extra: dict[str, list[Measurement]] | None = None) -> None:
+        models = set(self._dirty_models) | set(extra or {})
+        for model in sorted(models):
+            data = list(self.measurements.get(model, [])) + list((extra or {}).get(model, []))
+            if model in self.priors and data:
+                self.speed.set_params(model, refit(self.priors[model], data))
+                self.fitted.add(model)
+        self._dirty_models.clear()
+
+    def predicted_step_s(self, job: RunJob, placement: Placement) -> float:
+        return self.speed.step_time_s(job.model, job.local_bsz, self.speed.shape(placement))
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> dict:
+        self._setup()
+        # the same once-per-run hook the simulator calls (GADGET derives its price range here)
+        self.policy.prepare([js.job for js in self.states.values()], self.cluster, self.speed)
+        slot = self.cfg.slot_s
+        next_b = self.now()
+        try:
+            while not self._finished():
+                self._pump(0.05)
+                now = self.now()
+                if now >= next_b:
+                    self._boundary(now)
+                    next_b = (math.floor(self.now() / slot + 1e-9) + 1) * slot
+                if self.on_tick is not None:
+                    self.on_tick(self)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.notify("interrupted: checkpointing running jobs")
+            self._stop_all()
+        except BaseException:
+            try:  # whatever broke, running jobs keep their work: checkpoint them before leaving
+                self._stop_all()
+            except BaseException:  # noqa: BLE001 - the first error is the one to report
+                pass
+            raise
+        finally:
+            self.journal.set_meta(clock_s=self.now())
+            self.launcher.close()
+        return self.summary()
+
+    def _finished(self) -> bool:
+        if self.live:
+            return False
+        if self.stalled:
+            return True
+        return all(js.status in TERMINAL for js in self.states.values())
+
+    def _stop_all(self) -> None:
+        for att in list(self.live.values()):
+            if att.state == "running":
+                self._stop(att)
+        self._wait_stopped()
+        for js in self.states.values():
+            if js.status not in TERMINAL:
+                self._materialize(js, self.now())
+                self.journal.update_job(js.job_id, done_samples=js.done_samples, attained_gpu_s=js.attained_gpu_s)
+
+    # ------------------------------------------------------------------ decisions
+    def _nodes(self, t: float) -> Nodes:
+        return Nodes(self.cluster, np.ones(self.cluster.num_servers, dtype=bool), t, self.cfg.slot_s, self.speed)
+
+    def _boundary(self, t: float) -> None:
+        nodes = None
+        for js in sorted(self.states.values(), key=lambda s: s.index):
+            if js.status == "pending" and js.job.arrival_s <= t:
+                nodes = nodes or self._nodes(t)
+                reason = self.policy.admit(js.job, nodes)
+                if reason is None:
+                    js.status = "active"
+                    self.journal.update_job(js.job_id, status="active")
+                else:
+                    js.status, js.reason = "rejected", reason
+                    self.journal.update_job(js.job_id, status="rejected", reason=reason)
+                    self.journal.event(t, js.job_id, "rejected", reason)
+                    self.notify(f"{js.job_id}: rejected: {reason}")
+        # measurements so far of running attempts count too (they are the freshest)
+        running = {}
+        for att in self.live.values():
+            m = self._measurement(att)
+            if m is not None:
+                running.setdefault(att.job.model, []).append(m)
+                self.journal.update_attempt(att.id, measured_step_s=m.step_s, measured_steps=m.steps)
+        self._refit_dirty(running)
+        active = [js for js in sorted(self.states.values(), key=lambda s: s.index) if js.status == "active"]
+        if not active:
+            self.journal.set_meta(clock_s=t)
+            return
+        for js in active:
+            self._materialize(js, t)
+        nodes = self._nodes(t)
+        new = self.policy.optimize(active, nodes, MappingProxyType(dict(self.alloc)))
+        self.decisions += 1
+        new = {jid: tuple(int(s) for s in p) for jid, p in new.items() if p}
+        self._validate(new, {js.job_id: js for js in active}, t)
+        if not new and not self.live and not any(js.status == "pending" for js in self.states.values()):
+            self.stalled = True  # nothing runs and nothing can change: the rest wait forever
+            for js in active:
+                js.status = "waiting"
+                js.reason = (f"never scheduled by {self.policy.name}" if js.first_start_s is None
+                             else f"stopped and never resumed by {self.policy.name}")
+                self.journal.event(t, js.job_id, "waiting", js.reason)
+                self.notify(f"{js.job_id}: {js.reason}")
+            return
+        changed = [js for js in active if new.get(js.job_id, ()) != self.alloc.get(js.job_id, ())]
+        for js in active:
+            self.journal.update_job(js.job_id, done_samples=js.done_samples, attained_gpu_s=js.attained_gpu_s)
+        self.journal.set_meta(clock_s=t)
+        if not changed:
+            return
+        self.journal.add_plan(t, new)
+        for js in changed:
+            att = self.by_job.get(js.job_id)
+            if att is not None and att.state == "running":
+                self._stop(att)
+        self._wait_stopped()
+        t = self.now()
+        for js in active:
+            if js.status != "active" or js.job_id in self.by_job:
+                continue  # finished or failed meanwhile, or running on an unchanged placement
+            p = new.get(js.job_id, ())
+            if p:
+                self._launch(js, p, t)
+            elif js in changed:
+                js.preemptions += 1
+                self.journal.update_job(js.job_id, preemptions=js.preemptions)
+                self.journal.event(t, js.job_id, "preempt", "")
+                self.notify(f"{js.job_id}: preempted")
+
+    def _validate(self, new: dict, active: dict, t: float) -> None:
+        counts = np.zeros(self.cluster.num_servers, dtype=np.int64)
+        for jid, p in new.items():
+            js = active.get(jid)
+            if js is None:
+                raise PolicyError(f"{self.policy.name}: allocation for unknown or inactive job {jid!r} at t={t:.1f}")
+            if not js.job.min_workers <= len(p) <= js.job.max_workers:
+                raise PolicyError(f"{self.policy.name}: job {jid} given {len(p)} workers outside "
+                                  f"[{js.job.min_workers}, {js.job.max_workers}]")
+            if list(p) != sorted(p) or p[0] < 0 or p[-1] >= counts.size:
+                raise PolicyError(f"{self.policy.name}: job {jid}: placement {p} is not sorted server indices")
+            np.add.at(counts, list(p), 1)
+        over = np.flatnonzero(counts > self.cluster.gpus)
+        if over.size:
+            s = int(over[0])
+            raise PolicyError(f"{self.policy.name}: server {s} given {int(counts[s])} workers, capacity {int(self.cluster.gpus[s])}")
+
+    def _materialize(self, js: JobState, t: float) -> None:
+        """Fold measured progress up to ``t`` into ``js`` (as the simulator's ``_materialize``)."""
+        js.attained_gpu_s = js.attained_at(t)
+        att = self.by_job.get(js.job_id)
+        if att is not None:
+            js.done_samples = float(min(js.job.work_samples, max(att.samples, att.start_samples)))
+            recent = att.times[-50:]
+            if len(recent) >= MIN_STEPS:
+                js.rate_sps = att.world * js.job.local_bsz / statistics.median(recent)
+            elif att.predicted_step_s > 0:
+                js.rate_sps = att.world * js.job.local_bsz / att.predicted_step_s
+        else:
+            js.rate_sps = 0.0
+        js.mark_s = t
+        js.run_from_s = t
+
+    def _launch(self, js: JobState, p: Placement, t: float) -> None:
+        j = self.jobs[js.job_id]
+        shape = self.speed.shape(p)
+        pred = self.predicted_step_s(j, p)
+        prev_workers = self.counters[js.job_id]["last_workers"]
+        ran_before = js.first_start_s is not None
+        if ran_before:
+            js.restarts += 1
+        else:
+            js.first_start_s = t
+        resized = ran_before and prev_workers and prev_workers != len(p)
+        if resized:
+            self.counters[js.job_id]["resizes"] += 1
+        self.counters[js.job_id]["last_workers"] = len(p)
+        ck = read_ckpt_meta(self._ckpt_path(js.job_id))
+        start_samples = float(ck["samples"]) if ck else 0.0
+        js.done_samples = start_samples
+        aid = self.journal.start_attempt(js.job_id, p, servers=shape[1], max_per_server=shape[2], local_bsz=j.local_bsz,
+                                         model=j.model, started_s=t, start_samples=start_samples, predicted_step_s=pred,
+                                         informed=j.model in self.fitted)
+        att = Attempt(aid, j, p, t, pred, start_samples, samples=start_samples)
+        js.placement = p
+        js.last_start_s = t
+        js.mark_s = js.run_from_s = t
+        js.rate_sps = len(p) * j.local_bsz / pred
+        self.alloc[js.job_id] = p
+        self.live[aid] = att
+        self.by_job[js.job_id] = att
+        self.journal.update_job(js.job_id, restarts=js.restarts, first_start_s=js.first_start_s,
+                                resizes=self.counters[js.job_id]["resizes"], last_workers=len(p),
+                                done_samples=js.done_samples)
+        what = (f"resize {prev_workers} -> {len(p)} workers" if resized else
+                ("restart" if ran_before else "start") + f" on {len(p)} worker(s)")
+        where = " ".join(map(str, p))
+        self.journal.event(t, js.job_id, "resize" if resized else ("restart" if ran_before else "start"),
+                           f"{what}, servers [{where}], predicted step {pred * 1e3:.1f} ms")
+        self.notify(f"{js.job_id}: {what} on servers [{where}] (predicted step {pred * 1e3:.1f} ms)")
+        config = {"job": j.name, "attempt": aid, "entry": j.entry, "paths": list(j.paths), "local_bsz": j.local_bsz,
+                  "work_samples": j.work_samples, "seed": j.seed, "args": j.args, "placement": list(p),
+                  "ckpt_path": self._ckpt_path(j.name), "ckpt_every_s": self.cfg.ckpt_every_s,
+                  "report_every_s": self.cfg.report_every_s, "timeout_s": self.cfg.worker_timeout_s,
+                  "log_dir": str(self.log_dir / j.name)}
+        try:
+            self.launcher.start(att, config)
+        except Exception as e:  # noqa: BLE001 - a launch failure is an infrastructure failure of the attempt
+            att.errors.append({"ev": "error", "kind": "launch", "error": f"{type(e).__name__}: {e}", "rank": -1})
+            self._end(att)
+            return
+        if att.pids:
+            self.journal.update_attempt(aid, pids=att.pids, host=att.host)
+
+    def _stop(self, att: Attempt) -> None:
+        att.state = "stopping"
+        att.stop_sent_at = time.monotonic()
+        self.launcher.stop(att)
+
+    def _wait_stopped(self) -> None:
+        while any(a.state == "stopping" for a in self.live.values()):
+            self._pump(0.05)
+            if self.on_tick is not None:
+                self.on_tick(self)
+
+    # ------------------------------------------------------------------ events
+    def _pump(self, timeout_s: float) -> None:
+        for aid, rank, ev in self.launcher.poll(timeout_s):
+            att = self.live.get(aid)
+            if att is not None:
+                self._on_event(att, rank, ev)
+        now = time.monotonic()
+        for att in list(self.live.values()):
+            if (att.state == "stopping" and not att.kill_sent and att.stop_sent_at is not None
+                    and now - att.stop_sent_at > self.cfg.stop_timeout_s):
+                att.kill_sent = True
+                self.notify(f"{att.job.name}: did not stop within {self.cfg.stop_timeout_s:g} s; killed")
+                self.launcher.kill(att)
+
+    def _on_event(self, att: Attempt, rank: int, ev: dict) -> None:
+        kind = ev.get("ev")
+        jid = att.job.name
+        t = self.now()
+        if kind in ("spawned", "started") and ev.get("pid") and int(ev["pid"]) not in att.pids:
+            att.pids.append(int(ev["pid"]))
+            self.journal.update_attempt(att.id, pids=att.pids)
+        if kind == "started":
+            if ev.get("node"):
+                att.nodes[rank] = str(ev["node"])
+                if len(att.nodes) == att.world:
+                    att.host = " ".join(att.nodes[r] for r in range(att.world))
+                    self.journal.update_attempt(att.id, host=att.host)
+            if rank == 0:
+                att.start_samples = att.samples = float(ev.get("samples", 0))
+                att.step = int(ev.get("step", 0))
+        elif kind == "progress":
+            att.samples = float(ev["samples"])
+            att.step = int(ev["step"])
+            att.times.extend(float(x) for x in ev.get("times", ()))
+            losses = [float(x) for x in ev.get("losses", ()) if math.isfinite(float(x))]
+            if losses:
+                if self.loss_first[jid] is None:
+                    self.loss_first[jid] = float(np.mean(losses[:10]))
+                self.loss_last[jid] = float(np.mean(losses[-10:]))
+                point = (att.step, float(np.mean(losses)))
+                self.losses[jid].append(point)
+                self.journal.add_losses(jid, [point])
+                self.journal.update_job(jid, loss_first=self.loss_first[jid], loss_last=self.loss_last[jid])
+        elif kind == "checkpoint":
+            js = self.states[jid]
+            js.ckpt_samples = float(ev["samples"])
+            self.journal.add_checkpoint(jid, att.id, int(ev["step"]), float(ev["samples"]), bool(ev.get("done")),
+                                        str(ev.get("path", "")), t)
+            self.journal.update_job(jid, ckpt_samples=js.ckpt_samples)
+        elif kind in ("done", "stopped"):
+            att.samples = float(ev.get("samples", att.samples))
+            if rank == 0:
+                att.ended_hint = kind
+        elif kind == "error":
+            att.errors.append(dict(ev, rank=rank))
+            if att.state != "ended" and not att.kill_sent:
+                self._kill_rest(att)
+        elif kind == "exit":
+            att.exits[rank] = int(ev.get("rc", -1))
+            if att.exits[rank] != 0 and att.ended_hint != "done" and not att.kill_sent:
+                self._kill_rest(att)
+            if len(att.exits) >= att.world:
+                self._end(att)
+
+    def _kill_rest(self, att: Attempt) -> None:
+        """One worker failed: the ring is broken, the others cannot go on."""
+        att.kill_sent = True
+        att.state = "stopping" if att.state == "running" else att.state
+        if att.stop_sent_at is None:
+            att.stop_sent_at = time.monotonic()
+        self.launcher.kill(att)
+
+    def _measurement(self, att: Attempt) -> Measurement | None:
+        m = att.measured_step_s()
+        if m is None:
+            return None
+        _, k, d, _ = self.speed.shape(att.placement)
+        return Measurement(att.world, k, d, att.job.local_bsz, m, len(att.times))
+
+    def _end(self, att: Attempt) -> None:
+        t = self.now()
+        jid = att.job.name
+        js = self.states[jid]
+        att.state = "ended"
+        self.live.pop(att.id, None)
+        if self.by_job.get(jid) is att:
+            del self.by_job[jid]
+        user = [e for e in att.errors if e.get("kind") == "user"]
+        if att.ended_hint == "done":
+            outcome = "done"
+        elif user:
+            outcome = "failed"
+        elif att.ended_hint == "stopped" and all(rc == 0 for rc in att.exits.values()):
+            outcome = "stopped"
+        else:
+            outcome = "crashed"
+        m = self._measurement(att)
+        if m is not None:
+            self._add_measurement(att.job.model, m)
+        err = None
+        if outcome == "failed":
+            err = user[0]["error"]
+        elif outcome == "crashed":
+            err = self._crash_reason(att)
+        self.journal.update_attempt(att.id, ended_s=t, outcome=outcome, end_samples=att.samples,
+                                    measured_step_s=m.step_s if m else None, measured_steps=m.steps if m else 0,
+                                    error=err)
+        # the job's state at t
+        js.attained_gpu_s = js.attained_at(t)
+        js.mark_s = js.run_from_s = t
+        js.last_stop_s = t
+        js.placement = ()
+        js.rate_sps = 0.0
+        self.alloc.pop(jid, None)
+        if outcome == "done":
+            js.done_samples = float(js.job.work_samples)
+            self._mark_completed(js, t)
+        elif outcome == "failed":
+            js.done_samples = float(att.samples)
+            js.status, js.reason = "failed", err
+            js.finish_s = t
+            self.journal.update_job(jid, status="failed", reason=err, finish_s=t, done_samples=js.done_samples,
+                                    attained_gpu_s=js.attained_gpu_s)
+            self.journal.event(t, jid, "failed", err)
+            self.notify(f"{jid}: failed: {err}")
+        elif outcome == "stopped":
+            js.done_samples = float(att.samples)
+            js.ckpt_samples = float(att.samples)
+            self.journal.update_job(jid, done_samples=js.done_samples, attained_gpu_s=js.attained_gpu_s)
+        else:
+            ck = read_ckpt_meta(self._ckpt_path(jid))
+            ck_samples = float(ck["samples"]) if ck else 0.0
+            js.failures += 1
+            js.lost_samples += max(0.0, att.samples - ck_samples)
+            js.done_samples = js.ckpt_samples = ck_samples
+            if js.failures >= self.cfg.max_failures:
+                js.status = "failed"
+                js.reason = f"workers crashed {js.failures} times; last: {err}"
+                js.finish_s = t
+                self.journal.update_job(jid, status="failed", reason=js.reason, finish_s=t)
+                self.notify(f"{jid}: failed: {js.reason}")
+            else:
+                self.notify(f"{jid}: worker crashed ({err}); back to the queue, resumes from its checkpoint "
+                            f"at {int(ck_samples)} samples")
+            self.journal.update_job(jid, failures=js.failures, lost_samples=js.lost_samples, done_samples=js.done_samples,
+                                    ckpt_samples=js.ckpt_samples, attained_gpu_s=js.attained_gpu_s)
+            self.journal.event(t, jid, "crash", err or "")
+
+    @staticmethod
+    def _crash_reason(att: Attempt) -> str:
+        """Why an attempt broke: a worker killed by a signal first, else the first error."""
+        said = {e.get("rank") for e in att.errors}
+        victims = [(r, -rc) for r, rc in sorted(att.exits.items()) if rc < 0 and r not in said]
+        if victims:  # died without a word: killed from outside (the others then lost the ring)
+            r, sig = victims[0]
+            return f"worker rank {r} was killed (signal {sig})"
+        errs = [e for e in att.errors if e.get("error")]
+        if errs:
+            return errs[0]["error"]
+        bad = {r: rc for r, rc in sorted(att.exits.items()) if rc != 0}
+        return f"worker exit codes {bad}" if bad else "workers ended without finishing or stopping"
+
+    def _mark_completed(self, js: JobState, t: float, note: str = "") -> None:
+        jid = js.job_id
+        js.status = "completed"
+        js.finish_s = t
+        js.done_samples = float(js.job.work_samples)
+        self.counters[jid]["completions"] += 1
+        self.journal.update_job(jid, status="completed", finish_s=t, done_samples=js.done_samples,
+                                attained_gpu_s=js.attained_gpu_s, completions=self.counters[jid]["completions"])
+        self.journal.event(t, jid, "completed", note)
+        self.notify(f"{jid}: completed" + (f" ({note})" if note else "")
+                    + (f", loss {self.loss_first[jid]:.3g} -> {self.loss_last[jid]:.3g}"
+                       if self.loss_first[jid] is not None and self.loss_last[jid] is not None else ""))
+
+    # ------------------------------------------------------------------ report
+    def _fitted_step_s(self, a: dict) -> float:
+        """The final (refitted) model's step time for a journaled attempt's shape."""
+        return self.speed.step_time_s(a["model"], a["local_bsz"], (a["workers"], a["servers"], a["max_per_server"], 1))
+
+    def summary(self) -> dict:
+        t = self.now()
+        jobs_out = []
+        all_pred, all_meas = [], []
+        attempts = self.journal.attempts()
+        for jid, js in sorted(self.states.items(), key=lambda kv: kv[1].index):
+            j = self.jobs[jid]
+            rows = [a for a in attempts if a["job_id"] == jid]
+            steps = []
+            for a in rows:
+                pred, meas = a["predicted_step_s"], a["measured_step_s"]
+                err = abs(pred / meas - 1.0) if pred and meas else None
+                steps.append({"attempt": a["id"], "workers": a["workers"], "servers": a["servers"],
+                              "informed": bool(a["informed"]),
+                              "placement": a["placement"], "outcome": a["outcome"],
+                              "predicted_s": pred, "measured_s": meas, "measured_steps": a["measured_steps"],
+                              "error": err})
+                if pred and meas:
+                    all_pred.append(pred)
+                    all_meas.append(meas)
+            measured = [a for a in rows if a["measured_step_s"]]
+            refit_pred = [self._fitted_step_s(a) for a in measured]
+            lf, ll = self.loss_first[jid], self.loss_last[jid]
+            jobs_out.append({
+                "job": jid, "model": j.model, "status": js.status, "error": js.reason if js.status == "failed" else None,
+                "reason": js.reason or None, "work_samples": j.work_samples, "done_samples": js.done_samples,
+                "restarts": js.restarts, "resizes": self.counters[jid]["resizes"], "failures": js.failures,
+                "preemptions": js.preemptions, "completions": self.counters[jid]["completions"],
+                "workers": [s["workers"] for s in steps],
+                "jct_s": (js.finish_s - js.job.arrival_s) if js.status == "completed" and js.finish_s is not None else None,
+                "loss_first": lf, "loss_last": ll,
+                "loss_fell": (ll < lf) if lf is not None and ll is not None else None,
+                "step_time": steps,
+                "median_step_error": median_abs_pct_error([s["predicted_s"] for s in steps], [s["measured_s"] for s in steps]),
+                "median_step_error_refit": median_abs_pct_error(refit_pred, [a["measured_step_s"] for a in measured]),
+                "fitted_params": self.speed.params(j.model).to_dict(),
+            })
+        count = lambda s: sum(1 for js in self.states.values() if js.status == s)  # noqa: E731
+        return {
+            "backend": self.launcher.name, "policy": self.policy.name, "cluster": self.cluster_spec,
+            "jobs_source": self.jobs_source, "slot_s": self.cfg.slot_s, "state": str(self.journal.dir),
+            "wall_s": time.perf_counter() - self._wall0, "clock_s": t, "decisions": self.decisions,
+            "jobs": jobs_out, "completed": count("completed"), "failed": count("failed"),
+            "rejected": count("rejected"), "unfinished": sum(1 for js in self.states.values() if js.status not in TERMINAL),
+            "resizes": sum(c["resizes"] for c in self.counters.values()),
+            "restarts": sum(js.restarts for js in self.states.values()),
+            "median_step_error": median_abs_pct_error(all_pred, all_meas),
+            "median_step_error_informed": median_abs_pct_error(
+                [a["predicted_step_s"] for a in attempts if a["informed"]],
+                [a["measured_step_s"] for a in attempts if a["informed"]]),
+            "median_step_error_refit": median_abs_pct_error(
+                [self._fitted_step_s(a) for a in attempts if a["measured_step_s"]],
+                [a["measured_step_s"] for a in attempts if a["measured_step_s"]]),
+            "interrupted": self.interrupted,
+            "pid": os.getpid(),
+        }

@@ -1,0 +1,290 @@
+"""Jobs for real execution: a YAML file of entries (validated with pydantic), or ``demo:N``.
+
+A jobs file is a mapping with a ``jobs`` list (or just the list)::
+
+    jobs:
+      - name: digits                       # unique; letters, digits, _ . -
+        entry: my_train:main               # module:function taking a TrainContext
+        batch: 32                          # per-worker batch (samples per worker per step)
+        work: {samples: 20000}             # or {epochs: 3, epoch_samples: 1797}
+        min_workers: 1                     # worker bounds (default 1..1: rigid)
+        max_workers: 4
+        utility: {kind: linear, value: 10, slope_per_s: 0.01}   # optional
+        arrival_s: 0                       # optional: seconds after the run starts
+        seed: 0                            # optional: model init and data order
+        args: {lr: 0.1}                    # optional: passed to the entry as ctx.args
+        model: digits-cnn                  # optional: speed-model label (default: the name)
+
+Entry modules are looked up on the Python path and in the jobs file's directory. With work in
+epochs, ``epoch_samples`` comes from the entry or from a ``dataset_size`` attribute of the
+entry function. Any problem is an ``InputError`` naming the file and the entry's field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import math
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ringsched.errors import InputError
+from ringsched.job import Job
+from ringsched.objectives.utility import DeadlineUtility, LinearUtility, SigmoidUtility, Utility
+
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+ENTRY_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class WorkEntry(_Strict):
+    samples: int | None = Field(None, gt=0)
+    epochs: float | None = Field(None, gt=0)
+    epoch_samples: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.samples is None) == (self.epochs is None):
+            raise ValueError("give exactly one of samples or epochs")
+        if self.samples is not None and self.epoch_samples is not None:
+            raise ValueError("epoch_samples goes with epochs, not samples")
+        return self
+
+
+class UtilityEntry(_Strict):
+    kind: Literal["sigmoid", "linear", "deadline"]
+    value: float = Field(1.0, ge=0, allow_inf_nan=False)
+    target_jct_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    steepness_per_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    slope_per_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    deadline_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    decay_per_s: float = Field(0.0, ge=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _fields(self):
+        need = {"sigmoid": ("target_jct_s", "steepness_per_s"), "linear": ("slope_per_s",),
+                "deadline": ("deadline_s",)}[self.kind]
+        missing = [n for n in need if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"a {self.kind} utility needs {', '.join(missing)}")
+        return self
+
+    def build(self) -> Utility:
+        if self.kind == "sigmoid":
+            return SigmoidUtility(self.value, self.target_jct_s, self.steepness_per_s)
+        if self.kind == "linear":
+            return LinearUtility(self.value, self.slope_per_s)
+        return DeadlineUtility(self.value, self.deadline_s, self.decay_per_s)
+
+
+class JobEntry(_Strict):
+    name: str = Field(pattern=NAME_RE)
+    entry: str = Field(pattern=ENTRY_RE)
+    batch: int = Field(gt=0, le=1_000_000)
+    work: WorkEntry
+    min_workers: int = Field(1, ge=1, le=4096)
+    max_workers: int | None = Field(None, ge=1, le=4096)
+    utility: UtilityEntry | None = None
+    arrival_s: float = Field(0.0, ge=0, allow_inf_nan=False)
+    seed: int = Field(0, ge=0, lt=2**31)
+    tenant: str = ""
+    args: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = Field(None, pattern=NAME_RE)
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if self.max_workers is None:
+            self.max_workers = self.min_workers
+        if self.max_workers < self.min_workers:
+            raise ValueError(f"max_workers ({self.max_workers}) is below min_workers ({self.min_workers})")
+        return self
+
+
+class JobsFile(_Strict):
+    jobs: list[JobEntry] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One job of a real run, resolved: everything the controller and the workers need."""
+
+    name: str
+    entry: str
+    local_bsz: int
+    work_samples: int
+    min_workers: int
+    max_workers: int
+    arrival_s: float = 0.0
+    seed: int = 0
+    tenant: str = ""
+    args: dict = field(default_factory=dict)
+    model: str = ""
+    paths: tuple[str, ...] = ()
+    utility: dict | None = None  # a UtilityEntry as a dict; None: the default utility
+
+    def to_job(self, est_run_s: float) -> Job:
+        """The scheduler's view; ``est_run_s`` (run time alone, estimated) sets the default utility."""
+        if self.utility is not None:
+            util = UtilityEntry(**self.utility).build()
+        else:
+            from ringsched.objectives.defaults import jct_utility
+
+            util = jct_utility(max(est_run_s, 1e-3), self.max_workers)
+        return Job(job_id=self.name, arrival_s=self.arrival_s, model=self.model or self.name,
+                   local_bsz=self.local_bsz, work_samples=float(self.work_samples),
+                   min_workers=self.min_workers, max_workers=self.max_workers, utility=util,
+                   requested_gpus=self.max_workers, tenant=self.tenant)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["paths"] = list(self.paths)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunJob":
+        d = dict(d)
+        d["paths"] = tuple(d.get("paths", ()))
+        return cls(**d)
+
+
+def jobs_digest(jobs: list[RunJob]) -> str:
+    """A stable fingerprint of a job list (what a --state directory belongs to)."""
+    blob = json.dumps([j.to_dict() for j in jobs], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _loc(err: dict) -> str:
+    parts = []
+    for p in err.get("loc", ()):
+        if isinstance(p, int):
+            parts.append(f"[{p}]")
+        else:
+            parts.append(("." if parts else "") + str(p))
+    return "".join(parts)
+
+
+def _import_path(paths: tuple[str, ...]):
+    class _Ctx:
+        def __enter__(self):
+            self.added = [p for p in paths if p not in sys.path]
+            sys.path[:0] = self.added
+
+        def __exit__(self, *a):
+            for p in self.added:
+                if p in sys.path:
+                    sys.path.remove(p)
+
+    return _Ctx()
+
+
+def check_entry(entry: str, paths: tuple[str, ...], *, where: str, file: str | None) -> None:
+    """The entry's module must be findable (it is imported only by the workers)."""
+    module = entry.split(":", 1)[0]
+    with _import_path(paths):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError) as e:
+            raise InputError(f"cannot find module of entry {entry!r}: {e}", file=file, field=where) from None
+    if not found:
+        raise InputError(f"cannot find module {module!r} of entry {entry!r} (not on the Python path "
+                         "nor next to the jobs file)", file=file, field=where)
+
+
+def _dataset_size(entry: str, paths: tuple[str, ...], args: dict, *, where: str, file: str) -> int:
+    module, fn = entry.split(":", 1)
+    with _import_path(paths):
+        try:
+            f = getattr(importlib.import_module(module), fn)
+        except Exception as e:  # noqa: BLE001 - any import problem is bad input here
+            raise InputError(f"cannot import entry {entry!r}: {type(e).__name__}: {e}", file=file, field=where) from None
+    size = getattr(f, "dataset_size", None)
+    if callable(size):
+        size = size(args)
+    if not isinstance(size, int) or size <= 0:
+        raise InputError("work in epochs needs epoch_samples (the entry has no dataset_size)",
+                         file=file, field=where)
+    return size
+
+
+def load_jobs_file(path: str | Path) -> list[RunJob]:
+    path = Path(path)
+    name = str(path)
+    if not path.is_file():
+        raise InputError("jobs file not found", file=name)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        row = mark.line + 1 if mark is not None else None
+        problem = getattr(e, "problem", None) or "invalid YAML"
+        raise InputError(f"invalid YAML: {problem}", file=name, row=row) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", file=name) from None
+    if isinstance(raw, list):
+        raw = {"jobs": raw}
+    if not isinstance(raw, dict):
+        raise InputError("expected a mapping with a 'jobs' list (or a list of jobs)", file=name)
+    try:
+        spec = JobsFile.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        msg = err.get("msg", "invalid").removeprefix("Value error, ")
+        loc = _loc(err)
+        if err.get("type") == "missing":
+            msg = "is required"
+        raise InputError(msg, file=name, field=loc or None) from None
+    names = [j.name for j in spec.jobs]
+    for i, n in enumerate(names):
+        if names.index(n) != i:
+            raise InputError(f"duplicate job name {n!r}", file=name, field=f"jobs[{i}].name")
+    paths = (str(path.resolve().parent),)
+    out = []
+    for i, j in enumerate(spec.jobs):
+        check_entry(j.entry, paths, where=f"jobs[{i}].entry", file=name)
+        if j.work.samples is not None:
+            work = j.work.samples
+        else:
+            per_epoch = j.work.epoch_samples or _dataset_size(j.entry, paths, j.args, where=f"jobs[{i}].work", file=name)
+            work = max(1, math.ceil(j.work.epochs * per_epoch))
+        try:
+            json.dumps(j.args)
+        except (TypeError, ValueError):
+            raise InputError("args must be plain YAML values", file=name, field=f"jobs[{i}].args") from None
+        out.append(RunJob(name=j.name, entry=j.entry, local_bsz=j.batch, work_samples=int(work),
+                          min_workers=j.min_workers, max_workers=int(j.max_workers), arrival_s=j.arrival_s,
+                          seed=j.seed, tenant=j.tenant, args=dict(j.args), model=j.model or j.name, paths=paths,
+                          utility=j.utility.model_dump() if j.utility is not None else None))
+    return out
+
+
+_DEMO_RE = re.compile(r"^demo:(\d+)(?:,scale=([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))?$")
+
+
+def load_jobs(source: str) -> list[RunJob]:
+    """``demo:N[,scale=F]`` (built-in jobs, work scaled by F) or a YAML jobs file."""
+    text = source.strip()
+    m = _DEMO_RE.match(text)
+    if m:
+        n = int(m.group(1))
+        scale = float(m.group(2)) if m.group(2) else 1.0
+        if not 1 <= n <= 64:
+            raise InputError(f"demo:N needs 1 <= N <= 64, got {n}", field="jobs")
+        if not 0 < scale <= 100:
+            raise InputError(f"demo scale must lie in (0, 100], got {m.group(2)}", field="jobs")
+        from ringsched.backends.demo_jobs import demo_jobs
+
+        return demo_jobs(n, scale)
+    if text.startswith("demo:"):
+        raise InputError(f"bad demo jobs spec {source!r}: expected demo:N or demo:N,scale=F", field="jobs")
+    return load_jobs_file(source)

@@ -1,0 +1,290 @@
+"""Local backend: every worker is a process on this machine; servers and GPU slots are emulated.
+
+A job's attempt is ``world`` processes, one per worker, each limited to one thread, forming a
+gloo group on 127.0.0.1 (a fresh free port per attempt). Placement decides nothing physical
+here: each worker is told its server index, and all workers share this machine's cores (the
+operating system balances them; pinning a server to a core was tried and made step times
+depend on which other jobs share the core, which no placement model can see).
+
+Starting a Python process that imports torch (and torch._dynamo, which the first optimizer
+pulls in) takes about ten seconds of CPU, which would make every resize slow. So the launcher
+starts one *zygote* (``python -m ringsched.backends.worker``) that does those imports once and
+then forks a fresh worker process per rank on request (milliseconds). Each worker connects
+back to the launcher over a TCP socket on 127.0.0.1: events come up that channel as JSON
+lines, a line down it asks the worker to checkpoint and stop, and its end (the scheduler
+died) does the same. The zygote reports each worker's pid and, when it exits, its exit code;
+a worker's ``exit`` event is emitted once both its channel has ended and its exit code is
+known (so it follows all of its other events).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ringsched.backends.controller import Attempt, Launcher
+from ringsched.backends.worker import PREFIX
+
+WORKER_MODULE = "ringsched.backends.worker"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def worker_env() -> dict:
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = "1"
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    env["PYTHONUNBUFFERED"] = "1"
+    src = str(Path(__file__).resolve().parents[2])  # workers import ringsched from where we do
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def pid_is_worker(pid: int) -> bool:
+    """True when ``pid`` is a live ringsched worker process (not a zombie, not a reused pid)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return WORKER_MODULE.encode() in f.read()
+    except OSError:
+        return False
+
+
+@dataclass
+class _Worker:
+    key: str
+    attempt: int
+    rank: int
+    pid: int | None = None
+    rc: int | None = None
+    conn: socket.socket | None = None
+    connected: bool = False
+    channel_ended: bool = False
+    exited: bool = False  # the exit event was emitted
+    kill_pending: bool = False
+
+
+class LocalLauncher(Launcher):
+    name = "local"
+
+    def __init__(self, state_dir: str | Path, *, python: str = sys.executable):
+        self.python = python
+        self.state_dir = Path(state_dir)
+        (self.state_dir / "logs").mkdir(parents=True, exist_ok=True)
+        self.events: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()
+        self.workers: dict[str, _Worker] = {}
+        self.by_pid: dict[int, _Worker] = {}
+        self.by_attempt: dict[int, list[_Worker]] = {}
+        self.early_rc: dict[int, int] = {}
+        self.closed = False
+        self._seq = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.5)
+        self.channel = ("127.0.0.1", self.listener.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True, name="ringsched-accept").start()
+        self._zlog = open(self.state_dir / "logs" / "zygote.log", "ab")  # noqa: SIM115 - kept open
+        self.zygote = subprocess.Popen([self.python, "-m", WORKER_MODULE], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=self._zlog, env=worker_env(), text=True,
+                                       bufsize=1, close_fds=True)
+        self.zygote_ready = False
+        threading.Thread(target=self._read_zygote, daemon=True, name="ringsched-zygote").start()
+
+    # ------------------------------------------------------------------ threads
+    def _read_zygote(self) -> None:
+        for line in self.zygote.stdout:
+            if not line.startswith(PREFIX):
+                continue
+            try:
+                ev = json.loads(line[len(PREFIX):])
+            except ValueError:
+                continue
+            kind = ev.get("ev")
+            if kind == "ready":
+                self.zygote_ready = True
+            elif kind == "forked":
+                with self.lock:
+                    w = self.workers.get(ev["key"])
+                    if w is None:
+                        continue
+                    w.pid = int(ev["pid"])
+                    self.by_pid[w.pid] = w
+                    if w.pid in self.early_rc:
+                        w.rc = self.early_rc.pop(w.pid)
+                    kill = w.kill_pending
+                self.events.put((w.attempt, w.rank, {"ev": "spawned", "pid": w.pid}))
+                if kill:
+                    self._signal(w.pid, signal.SIGKILL)
+                self._maybe_exit(w)
+            elif kind == "child-exit":
+                with self.lock:
+                    w = self.by_pid.get(int(ev["pid"]))
+                    if w is None:
+                        self.early_rc[int(ev["pid"])] = int(ev["rc"])
+                        continue
+                    w.rc = int(ev["rc"])
+                self._maybe_exit(w)
+        self.zygote.wait()
+        # the zygote is gone: nobody will report exit codes any more
+        with self.lock:
+            pending = [w for w in self.workers.values() if not w.exited and w.rc is None]
+            for w in pending:
+                w.rc = -1
+        for w in pending:
+            self._maybe_exit(w)
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                conn, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._read_worker, args=(conn,), daemon=True).start()
+
+    def _read_worker(self, conn: socket.socket) -> None:
+        f = conn.makefile("r", encoding="utf-8")
+        w = None
+        try:
+            hello = json.loads(f.readline() or "{}")
+            with self.lock:
+                w = self.workers.get(hello.get("key", ""))
+                if w is not None:
+                    w.conn, w.connected = conn, True
+            if w is None:
+                conn.close()
+                return
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                self.events.put((w.attempt, w.rank, ev))
+        except OSError:
+            pass
+        finally:
+            if w is not None:
+                with self.lock:
+                    w.channel_ended = True
+                self._maybe_exit(w)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def _maybe_exit(self, w: _Worker) -> None:
+        """A worker's exit event, once its channel has ended (or never opened) and its code is known."""
+        with self.lock:
+            if w.exited or w.rc is None or (w.connected and not w.channel_ended):
+                return
+            w.exited = True
+        self.events.put((w.attempt, w.rank, {"ev": "exit", "rc": w.rc}))
+
+    @staticmethod
+    def _signal(pid: int | None, sig: int) -> None:
+        if pid is None:
+            return
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+    # ------------------------------------------------------------------ Launcher
+    def start(self, attempt: Attempt, config: dict) -> None:
+        if self.zygote.poll() is not None:
+            raise RuntimeError(f"the worker zygote exited with {self.zygote.returncode} "
+                               f"(see {self.state_dir / 'logs' / 'zygote.log'})")
+        port = free_port()
+        log_dir = Path(config.pop("log_dir", self.state_dir / "logs"))
+        ws = []
+        with self.lock:
+            for rank in range(attempt.world):
+                self._seq += 1
+                w = _Worker(f"{os.getpid()}-{self._seq}", attempt.id, rank)
+                self.workers[w.key] = w
+                ws.append(w)
+            self.by_attempt[attempt.id] = ws
+        for w in ws:
+            cfg = dict(config, rank=w.rank, world=attempt.world, master_addr="127.0.0.1", master_port=port,
+                       log_path=str(log_dir / f"attempt{attempt.id}-rank{w.rank}.log"))
+            self.zygote.stdin.write(json.dumps({"key": w.key, "cfg": cfg, "channel": list(self.channel)}) + "\n")
+        self.zygote.stdin.flush()
+        attempt.host = socket.gethostname()
+        # pids arrive asynchronously ("forked"); the controller also gets them in "started"
+
+    def pids(self, attempt: Attempt) -> list[int]:
+        with self.lock:
+            return [w.pid for w in self.by_attempt.get(attempt.id, ()) if w.pid is not None]
+
+    def stop(self, attempt: Attempt) -> None:
+        for w in self.by_attempt.get(attempt.id, ()):
+            conn = w.conn
+            if conn is None:
+                continue
+            try:
+                conn.sendall(b"stop\n")
+            except OSError:
+                pass
+
+    def kill(self, attempt: Attempt) -> None:
+        for w in self.by_attempt.get(attempt.id, ()):
+            with self.lock:
+                if w.pid is None:
+                    w.kill_pending = True
+                    continue
+            self._signal(w.pid, signal.SIGKILL)
+
+    def poll(self, timeout_s: float) -> list[tuple[int, int, dict]]:
+        out = []
+        try:
+            out.append(self.events.get(timeout=timeout_s))
+            while True:
+                out.append(self.events.get_nowait())
+        except queue.Empty:
+            pass
+        return out
+
+    def reap(self, stale: list[dict]) -> None:
+        """Workers of a killed scheduler saw their channel end: they checkpoint and exit. Wait for
+        them (none may write a checkpoint while its job restarts), then kill leftovers."""
+        pids = [int(p) for a in stale for p in a.get("pids", ())]
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and any(pid_is_worker(p) for p in pids):
+            time.sleep(0.1)
+        for p in pids:
+            if pid_is_worker(p):
+                self._signal(p, signal.SIGKILL)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with self.lock:
+            live = [w for w in self.workers.values() if not w.exited]
+        for w in live:  # the controller stops attempts before closing; these are stragglers
+            self._signal(w.pid, signal.SIGKILL)
+        try:
+            self.zygote.stdin.close()
+        except OSError:
+            pass
+        self.zygote.kill()  # it holds no job (a zygote still warming up would not read stdin)
+        self.zygote.wait()
+        try:
+            self.listener.close()
+        except OSError:
+            pass
+        self._zlog.close()

@@ -1,0 +1,288 @@
+"""Ray backend: servers are Ray nodes, a ring embedding is a placement group, workers are actors.
+
+Server ``i`` of the cluster is the Ray node that advertises the custom resource
+``server_i`` (as many units as the server has GPU slots), e.g. a node started with
+``ray start --resources '{"server_0": 8}'``. Without ``--address`` a local Ray instance is
+started whose single node carries every ``server_i`` resource (servers emulated on one
+machine, like the local backend).
+
+An attempt of a job on placement (s_0, ..., s_{w-1}) becomes a placement group of ``w``
+bundles ``{"server_{s_r}": 1}``: the custom resource pins bundle ``r`` to server ``s_r``'s
+node, and slots are never oversubscribed because the resource is finite. Rank ``r`` is an
+actor scheduled into bundle ``r``; rank 0 picks a free port on its node and every rank joins
+the gloo group there, then runs the same worker body as the local backend
+(``worker.run_worker``). Actors are threaded (``max_concurrency=2``) so the controller can
+drain their events and ask them to stop while they train. When every rank has ended, the
+actors are killed and the placement group removed.
+
+Ray's ownership model cleans up after a dead scheduler: its actors and placement groups die
+with it, so their jobs resume from their last periodic checkpoint (not one taken at the kill,
+as on the local backend). Checkpoints are written by rank 0 to ``--state``, which must be on a
+filesystem every node sees (trivially so on one machine).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from ringsched.backends.controller import Attempt, Launcher
+from ringsched.cluster.model import Cluster
+from ringsched.errors import InputError
+
+DRAIN_EVERY_S = 0.25
+READY_TIMEOUT_S = 120.0
+
+
+def server_resource(i: int) -> str:
+    return f"server_{i}"
+
+
+class WorkerActor:
+    """One rank (wrapped with ``ray.remote`` by the launcher)."""
+
+    def __init__(self):
+        import os
+
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = "1"
+        self._events: list[dict] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def rendezvous(self) -> tuple[str, int, int]:
+        """(node ip, a free port there, pid) for rank 0's gloo store."""
+        import os
+        import socket
+
+        import ray
+
+        ip = ray.util.get_node_ip_address()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+        return ip, int(port), os.getpid()
+
+    def run(self, cfg: dict) -> int:
+        import ray
+
+        from ringsched.backends.worker import run_worker
+
+        node = ray.get_runtime_context().get_node_id()
+
+        def emit(ev: dict) -> None:
+            if ev.get("ev") == "started":
+                ev = dict(ev, node=node)
+            self._emit(ev)
+
+        return run_worker(cfg, emit, self._stop)
+
+    def _emit(self, ev: dict) -> None:
+        with self._lock:
+            self._events.append(ev)
+
+    def drain(self) -> list[dict]:
+        with self._lock:
+            out, self._events = self._events, []
+        return out
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+
+class _RayAttempt:
+    def __init__(self, attempt: Attempt, pg, actors):
+        self.attempt = attempt
+        self.pg = pg
+        self.actors = actors
+        self.refs: list = []  # run() per rank, once launched
+        self.ref_rank: dict = {}
+        self.launched = threading.Event()
+        self.launch_error: str | None = None
+        self.exited: set[int] = set()
+        self.stop_requested = False
+        self.last_drain = 0.0
+
+
+class RayLauncher(Launcher):
+    name = "ray"
+
+    def __init__(self, cluster: Cluster, state_dir: str | Path, *, address: str | None = None,
+                 object_store_mb: int = 100):
+        import ray
+
+        self.ray = ray
+        self.cluster = cluster
+        self.state_dir = Path(state_dir)
+        self.started_ray = False
+        if not ray.is_initialized():
+            kwargs = dict(include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+                          configure_logging=True)
+            if address is None:
+                res = {server_resource(i): float(g) for i, g in enumerate(cluster.gpus)}
+                # "local": always a new instance (never one another program left running here)
+                ray.init(address="local", resources=res, object_store_memory=object_store_mb * 1024 * 1024,
+                         **kwargs)
+            else:
+                try:
+                    ray.init(address=address, **kwargs)
+                except (ConnectionError, RuntimeError, ValueError) as e:
+                    raise InputError(f"cannot connect to Ray at {address!r}: {e}", field="address") from None
+            self.started_ray = True
+        have = ray.cluster_resources()
+        missing = [f"{server_resource(i)} ({int(g)})" for i, g in enumerate(cluster.gpus)
+                   if have.get(server_resource(i), 0.0) < g]
+        if missing:
+            if self.started_ray:
+                ray.shutdown()
+            raise InputError("the Ray cluster lacks the custom resources naming the servers: "
+                             + ", ".join(missing) + " (start each node with "
+                             "--resources '{\"server_I\": SLOTS}')", field="address")
+        self.actor_cls = ray.remote(num_cpus=0, max_concurrency=2)(WorkerActor)
+        self.attempts: dict[int, _RayAttempt] = {}
+        self.pending: list[tuple[int, int, dict]] = []
+        self.lock = threading.Lock()
+        self.closed = False
+
+    # ------------------------------------------------------------------ Launcher
+    def start(self, attempt: Attempt, config: dict) -> None:
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        config.pop("log_dir", None)  # Ray keeps the actors' stdout and stderr in its own logs
+        bundles = [{server_resource(s): 1.0} for s in attempt.placement]
+        pg = placement_group(bundles, strategy="PACK", name=f"ringsched-{attempt.job.name}-a{attempt.id}")
+        actors = [self.actor_cls.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+                      pg, placement_group_bundle_index=r), name=None).remote() for r in range(attempt.world)]
+        ra = _RayAttempt(attempt, pg, actors)
+        self.attempts[attempt.id] = ra
+        # waiting for the placement group and the actors takes seconds: not in the control loop
+        threading.Thread(target=self._launch, args=(ra, config), daemon=True).start()
+
+    def _launch(self, ra: _RayAttempt, config: dict) -> None:
+        ray = self.ray
+        att = ra.attempt
+        try:
+            ray.get(ra.pg.ready(), timeout=READY_TIMEOUT_S)
+            ip, port, pid0 = ray.get(ra.actors[0].rendezvous.remote(), timeout=READY_TIMEOUT_S)
+            refs = []
+            for rank, actor in enumerate(ra.actors):
+                cfg = dict(config, rank=rank, world=att.world, master_addr=ip, master_port=port)
+                refs.append(actor.run.remote(cfg))
+            with self.lock:
+                ra.refs = refs
+                ra.ref_rank = {ref: r for r, ref in enumerate(refs)}
+                stop = ra.stop_requested
+            if stop:
+                for a in ra.actors:
+                    a.stop.remote()
+            pids = ray.get([a.pid.remote() for a in ra.actors], timeout=READY_TIMEOUT_S)
+            with self.lock:
+                for r, pid in enumerate(pids):
+                    self.pending.append((att.id, r, {"ev": "spawned", "pid": int(pid)}))
+        except Exception as e:  # noqa: BLE001 - reported as the attempt's failure
+            with self.lock:
+                ra.launch_error = f"{type(e).__name__}: {e}"
+        finally:
+            ra.launched.set()
+
+    def stop(self, attempt: Attempt) -> None:
+        ra = self.attempts.get(attempt.id)
+        if ra is None:
+            return
+        with self.lock:
+            ra.stop_requested = True
+            launched = bool(ra.refs)
+        if launched:
+            for a in ra.actors:
+                a.stop.remote()
+
+    def kill(self, attempt: Attempt) -> None:
+        ra = self.attempts.get(attempt.id)
+        if ra is None:
+            return
+        for a in ra.actors:
+            try:
+                self.ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def poll(self, timeout_s: float) -> list[tuple[int, int, dict]]:
+        ray = self.ray
+        out: list[tuple[int, int, dict]] = []
+        with self.lock:
+            out.extend(self.pending)
+            self.pending = []
+        now = time.monotonic()
+        for aid, ra in list(self.attempts.items()):
+            if ra.launched.is_set() and ra.launch_error is not None and not ra.exited:
+                out.append((aid, -1, {"ev": "error", "kind": "launch", "error": ra.launch_error}))
+                for r in range(ra.attempt.world):
+                    ra.exited.add(r)
+                    out.append((aid, r, {"ev": "exit", "rc": -1}))
+                self._cleanup(aid)
+                continue
+            if not ra.refs:
+                continue
+            remaining = [ref for ref in ra.refs if ra.ref_rank[ref] not in ra.exited]
+            done, _ = ray.wait(remaining, num_returns=len(remaining), timeout=0) if remaining else ([], [])
+            if done or now - ra.last_drain >= DRAIN_EVERY_S:
+                ra.last_drain = now
+                out.extend(self._drain(ra, [r for r in range(ra.attempt.world) if r not in ra.exited]))
+            for ref in done:
+                rank = ra.ref_rank[ref]
+                try:
+                    rc = int(ray.get(ref))
+                except Exception as e:  # noqa: BLE001 - the actor died (killed, node lost)
+                    rc = -1
+                    out.append((aid, rank, {"ev": "error", "kind": "comm", "error": f"actor died: {type(e).__name__}"}))
+                ra.exited.add(rank)
+                out.append((aid, rank, {"ev": "exit", "rc": rc}))
+            if len(ra.exited) >= ra.attempt.world:
+                self._cleanup(aid)
+        if not out:
+            time.sleep(timeout_s)
+        return out
+
+    def _drain(self, ra: _RayAttempt, ranks: list[int]) -> list[tuple[int, int, dict]]:
+        ray = self.ray
+        out = []
+        refs = {r: ra.actors[r].drain.remote() for r in ranks}
+        for r, ref in refs.items():
+            try:
+                evs = ray.get(ref, timeout=30)
+            except Exception:  # noqa: BLE001 - a dead actor has nothing more to say
+                continue
+            out.extend((ra.attempt.id, r, ev) for ev in evs)
+        return out
+
+    def _cleanup(self, aid: int) -> None:
+        from ray.util.placement_group import remove_placement_group
+
+        ra = self.attempts.pop(aid, None)
+        if ra is None:
+            return
+        for a in ra.actors:
+            try:
+                self.ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+        try:
+            remove_placement_group(ra.pg)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for aid in list(self.attempts):
+            self._cleanup(aid)
+        if self.started_ray:
+            self.ray.shutdown()

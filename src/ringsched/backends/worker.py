@@ -1,0 +1,474 @@
+"""The training process body, shared by the local and the Ray backends.
+
+One worker = one process (a local subprocess or a Ray actor) = one rank of a PyTorch
+DistributedDataParallel group over gloo (whose all-reduce is a ring). The job's entry point
+``module:function`` receives a :class:`TrainContext` and trains through it::
+
+    def main(ctx):
+        torch.manual_seed(ctx.seed)
+        net = Net()
+        opt = torch.optim.SGD(net.parameters(), lr=0.05)
+        model = ctx.prepare(net, opt)          # restores the checkpoint if any, wraps in DDP
+        for idx in ctx.batches(len(dataset)):  # this rank's share of each global batch
+            loss = loss_fn(model(X[idx]), y[idx])
+            opt.zero_grad(); loss.backward(); opt.step()
+            ctx.log(loss)
+
+``ctx.batches`` owns the protocol: it stops when the job's work (samples) is done, saves a
+checkpoint every ``ckpt_every_s`` seconds, and when the scheduler asks the job to stop (to
+resize, move or preempt it) every rank agrees, by a one-element all-reduce each step, on the
+step at which to stop, so rank 0 checkpoints and all ranks leave together. The data order is
+a pure function of (seed, samples done), so a job resumed at another size sees the same
+sample stream.
+
+Events go back to the scheduler through ``emit`` (JSON-able dicts): ``started``, ``progress``
+(rank 0: per-iteration times and losses), ``checkpoint``, ``done``, ``stopped`` and
+``error`` (with ``kind`` "user" for an exception from the entry point, "comm" when the
+collective broke because a peer died).
+
+``python -m ringsched.backends.worker`` is the local backend's *zygote*: it does the slow
+imports once (torch, torch._dynamo) and forks one process per worker on request. A forked
+worker connects back to the launcher over TCP on 127.0.0.1 and speaks JSON lines: events up,
+any line down asks it to checkpoint and stop, and the channel's end (the scheduler died) does
+the same. The zygote reports each worker's pid and exit code on its stdout (``@@ringsched``
+lines). A Ray actor runs the same ``run_worker`` with its own event list and stop flag.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+
+PREFIX = "@@ringsched "
+CKPT_FORMAT = "ringsched-ckpt/1"
+EXIT_USER_ERROR = 3
+EXIT_COMM_ERROR = 4
+
+Emit = Callable[[dict], None]
+
+
+class EntryError(Exception):
+    """The entry point misused the context (a user error)."""
+
+
+def read_ckpt_meta(path: str | Path) -> dict | None:
+    """The JSON sidecar of a checkpoint (step, samples, done), or None; never imports torch."""
+    p = Path(str(path) + ".json")
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def is_comm_error(e: BaseException) -> bool:
+    """True when ``e`` says the process group broke (a peer died), not the user's code."""
+    try:
+        import torch.distributed as dist
+
+        if isinstance(e, getattr(dist, "DistError", ())):
+            return True
+    except ImportError:  # pragma: no cover
+        pass
+    msg = f"{type(e).__name__}: {e}"
+    marks = ("Connection closed by peer", "Connection reset", "Broken pipe", "gloo", "Gloo", "ECONNRESET",
+             "Socket Timeout", "connectFullMesh", "Timed out waiting", "Connection refused")
+    return any(m in msg for m in marks)
+
+
+class TrainContext:
+    """What an entry point sees: its rank, batch, seed, args, and the training protocol."""
+
+    def __init__(self, cfg: dict, emit: Emit, stop: threading.Event):
+        self.job: str = cfg["job"]
+        self.attempt: int = int(cfg.get("attempt", 0))
+        self.rank: int = int(cfg["rank"])
+        self.world_size: int = int(cfg["world"])
+        self.local_bsz: int = int(cfg["local_bsz"])
+        self.global_bsz: int = self.local_bsz * self.world_size
+        self.work_samples: int = int(cfg["work_samples"])
+        self.seed: int = int(cfg.get("seed", 0))
+        self.args: dict = dict(cfg.get("args", {}))
+        self.placement: list[int] = list(cfg.get("placement", []))
+        self.server: int | None = self.placement[self.rank] if self.placement else None
+        self.step = 0
+        self.samples_done = 0
+        self.resumed = False
+        self.state: dict = {}  # the entry's own state, saved in checkpoints
+        self._emit = emit
+        self._stop = stop
+        self._ckpt_path = cfg.get("ckpt_path")
+        self._ckpt_every_s = float(cfg.get("ckpt_every_s", 10.0))
+        self._report_every_s = float(cfg.get("report_every_s", 0.5))
+        self._model = None
+        self._ddp = None
+        self._opt = None
+        self._blob = None
+        self._loss: float | None = None
+        self._times: list[float] = []
+        self._losses: list[float] = []
+        self._ended: str | None = None
+        self._perm_epoch = -1
+        self._perm = None
+        self._load()
+
+    # ------------------------------------------------------------------ checkpoint
+    def _load(self) -> None:
+        import torch
+
+        p = self._ckpt_path
+        if not p or not os.path.exists(p):
+            return
+        blob = torch.load(p, map_location="cpu", weights_only=False)
+        if blob.get("format") != CKPT_FORMAT:
+            raise RuntimeError(f"{p}: not a ringsched checkpoint")
+        self._blob = blob
+        self.step = int(blob["step"])
+        self.samples_done = int(blob["samples"])
+        self.state = dict(blob.get("state") or {})
+        self.resumed = True
+
+    def _save(self, *, done: bool = False) -> None:
+        if self.rank != 0 or not self._ckpt_path or self._model is None:
+            return
+        import torch
+
+        t0 = time.perf_counter()
+        path = self._ckpt_path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        blob = {"format": CKPT_FORMAT, "job": self.job, "step": self.step, "samples": self.samples_done,
+                "done": done, "world": self.world_size, "model": self._model.state_dict(),
+                "optim": self._opt.state_dict() if self._opt is not None else None, "state": self.state}
+        tmp = f"{path}.tmp{os.getpid()}"
+        torch.save(blob, tmp)
+        os.replace(tmp, path)
+        meta = {"step": self.step, "samples": self.samples_done, "done": done, "attempt": self.attempt,
+                "world": self.world_size, "time": time.time()}
+        with open(tmp + ".json", "w") as f:
+            json.dump(meta, f)
+        os.replace(tmp + ".json", path + ".json")
+        self._emit({"ev": "checkpoint", "step": self.step, "samples": self.samples_done, "done": done,
+                    "path": path, "save_s": round(time.perf_counter() - t0, 4)})
+
+    # ------------------------------------------------------------------ public API
+    def prepare(self, model, optimizer=None):
+        """Restore ``model`` (and ``optimizer``) from the job's checkpoint if there is one,
+        then wrap the model in DistributedDataParallel. Call once, before ``batches``."""
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        if self._model is not None:
+            raise EntryError("ctx.prepare was called twice")
+        if self._blob is not None:
+            model.load_state_dict(self._blob["model"])
+            if optimizer is not None and self._blob.get("optim") is not None:
+                optimizer.load_state_dict(self._blob["optim"])
+            self._blob = None
+        self._model, self._opt = model, optimizer
+        self._ddp = DDP(model)
+        return self._ddp
+
+    def log(self, loss) -> None:
+        """Record this step's loss (a float or a one-element tensor)."""
+        self._loss = float(loss.detach().item() if hasattr(loss, "detach") else loss)
+
+    def should_stop(self) -> bool:
+        return self._stop.is_set()
+
+    def batches(self, dataset_size: int) -> Iterator:
+        """This rank's sample indices (a LongTensor) for each step until the job's work is done
+        or the scheduler stops it; checkpoints on the way."""
+        import torch
+        import torch.distributed as dist
+
+        if self._model is None:
+            raise EntryError("call ctx.prepare(model, optimizer) before ctx.batches()")
+        if dataset_size < 1:
+            raise EntryError("ctx.batches needs a dataset of at least one sample")
+        last_ckpt = time.monotonic()
+        last_report = time.monotonic()
+        warm = 0
+        prev_yield = None  # an iteration: from one yield to the next, checkpoint saves excluded
+        saved_s = 0.0
+        flag = torch.zeros(2, dtype=torch.int64)
+        while True:
+            if prev_yield is not None:  # the entry finished a step
+                self.step += 1
+                self.samples_done += self.global_bsz
+                warm += 1
+                if self._loss is not None and warm > 2:
+                    self._losses.append(self._loss)
+                self._loss = None
+            if self.samples_done >= self.work_samples:
+                self._report()
+                self._save(done=True)
+                self._ended = "done"
+                self._emit({"ev": "done", "step": self.step, "samples": self.samples_done})
+                return
+            now = time.monotonic()
+            flag[0] = 1 if self._stop.is_set() else 0
+            flag[1] = 1 if (self.rank == 0 and now - last_ckpt >= self._ckpt_every_s) else 0
+            if self.world_size > 1:
+                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            if flag[0]:
+                self._report()
+                self._save()
+                self._ended = "stopped"
+                self._emit({"ev": "stopped", "step": self.step, "samples": self.samples_done})
+                return
+            if flag[1]:
+                t0 = time.monotonic()
+                self._save()
+                last_ckpt = time.monotonic()
+                saved_s += last_ckpt - t0
+            idx = self._indices(dataset_size)
+            now = time.monotonic()
+            if prev_yield is not None and warm > 2:  # the first iterations build DDP buckets: not steady
+                self._times.append(now - prev_yield - saved_s)
+            if self.rank == 0 and now - last_report >= self._report_every_s:
+                self._report()
+                last_report = now
+            saved_s = 0.0
+            prev_yield = time.monotonic()
+            yield idx
+
+    # ------------------------------------------------------------------ internals
+    def _report(self) -> None:
+        if self.rank != 0:
+            return
+        if self._times or self._losses:
+            self._emit({"ev": "progress", "step": self.step, "samples": self.samples_done,
+                        "times": [round(t, 6) for t in self._times], "losses": [round(x, 6) for x in self._losses]})
+        self._times, self._losses = [], []
+
+    def _indices(self, n: int):
+        import torch
+
+        start = self.samples_done + self.rank * self.local_bsz
+        pos = torch.arange(start, start + self.local_bsz, dtype=torch.int64)
+        epochs = pos // n
+        out = torch.empty_like(pos)
+        for e in torch.unique(epochs).tolist():
+            if e != self._perm_epoch:
+                g = torch.Generator().manual_seed((self.seed * 1_000_003 + int(e)) % (2**63 - 1))
+                self._perm, self._perm_epoch = torch.randperm(n, generator=g), int(e)
+            sel = epochs == e
+            out[sel] = self._perm[pos[sel] % n]
+        return out
+
+    def finish(self) -> None:
+        """After the entry returned: a job that ends on its own terms is done."""
+        if self._ended is None:
+            self._report()
+            self._save(done=True)
+            self._ended = "done"
+            self._emit({"ev": "done", "step": self.step, "samples": self.samples_done, "early": True})
+
+
+def resolve_entry(entry: str, paths=()):
+    for p in paths:
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    module, fn = entry.split(":", 1)
+    return getattr(importlib.import_module(module), fn)
+
+
+def run_worker(cfg: dict, emit: Emit, stop: threading.Event) -> int:
+    """One rank of one attempt of a job: join the gloo group, run the entry, report.
+
+    Returns the exit status: 0, EXIT_USER_ERROR or EXIT_COMM_ERROR (an ``error`` event says
+    what happened)."""
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(int(cfg.get("threads", 1)))
+    rank, world = int(cfg["rank"]), int(cfg["world"])
+    stage = "init"
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://{cfg['master_addr']}:{cfg['master_port']}",
+                                rank=rank, world_size=world, timeout=timedelta(seconds=float(cfg.get("timeout_s", 120))))
+        stage = "setup"
+        ctx = TrainContext(cfg, emit, stop)
+        emit({"ev": "started", "pid": os.getpid(), "step": ctx.step, "samples": ctx.samples_done})
+        fn = resolve_entry(cfg["entry"], cfg.get("paths", ()))
+        stage = "entry"
+        fn(ctx)
+        ctx.finish()
+        return 0
+    except BaseException as e:  # noqa: BLE001 - everything is reported, nothing escapes silently
+        comm = stage == "init" or is_comm_error(e)
+        tb = traceback.format_exception(type(e), e, e.__traceback__)
+        emit({"ev": "error", "kind": "comm" if comm else "user", "error": f"{type(e).__name__}: {e}".strip()[:500],
+              "traceback": "".join(tb)[-4000:]})
+        return EXIT_COMM_ERROR if comm else EXIT_USER_ERROR
+    # no destroy_process_group: the process ends right after (a local worker exits, a Ray
+    # actor is killed), and tearing down a gloo group whose peers are gone can block
+
+
+def warm_up() -> None:
+    """The slow imports of a training process (seconds each), done once in the zygote: torch,
+    torch.distributed, DDP, torch._dynamo (which the first optimizer pulls in), the demo jobs."""
+    import torch
+    import torch.distributed  # noqa: F401
+    from torch.nn.parallel import DistributedDataParallel  # noqa: F401
+
+    torch.set_num_threads(1)
+    torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    import ringsched.backends.demo_jobs  # noqa: F401
+
+
+class _Out:
+    """Protocol lines to the launcher (the zygote's stdout)."""
+
+    def __init__(self, fd: int):
+        self.f = os.fdopen(fd, "w", buffering=1)
+        self.lock = threading.Lock()
+
+    def __call__(self, ev: dict) -> None:
+        with self.lock:
+            try:
+                self.f.write(PREFIX + json.dumps(ev) + "\n")
+                self.f.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+
+
+def _child(cmd: dict, inherited: list[int]) -> int:
+    """A forked worker: connect to the launcher's channel, run one rank, exit."""
+    import signal
+    import socket
+
+    for fd in inherited:  # the zygote's protocol pipe is not ours
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the scheduler's to handle: it stops us
+    cfg = cmd["cfg"]
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    log = cfg.get("log_path")
+    if log:
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    else:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    host, port = cmd["channel"]
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock.settimeout(None)
+    lock = threading.Lock()
+
+    def emit(ev: dict) -> None:
+        data = (json.dumps(ev) + "\n").encode()
+        with lock:
+            try:
+                sock.sendall(data)
+            except OSError:
+                pass
+
+    emit({"key": cmd["key"], "pid": os.getpid()})
+    stop = threading.Event()
+
+    def watch() -> None:
+        f = sock.makefile("r")
+        try:
+            for _ in f:  # any line asks to stop
+                stop.set()
+        except OSError:
+            pass
+        stop.set()  # the channel ended: the scheduler is gone
+
+    threading.Thread(target=watch, daemon=True).start()
+    rc = run_worker(cfg, emit, stop)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return rc
+
+
+def zygote() -> int:
+    """``python -m ringsched.backends.worker``: the local backend's worker factory.
+
+    Imports torch once, then forks one process per worker on request (a JSON line
+    ``{"key", "cfg", "channel": [host, port]}`` on stdin), reports ``forked`` (key, pid) and
+    ``child-exit`` (pid, rc) on stdout, and at the end of stdin waits for its children (they see
+    their channel end, checkpoint and exit) and exits."""
+    import select
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the scheduler's: it stops the jobs, then us
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    out_fd = os.dup(1)
+    out = _Out(out_fd)
+    warm_up()
+    out({"ev": "ready", "pid": os.getpid()})
+    children: set[int] = set()
+    buf = b""
+    eof = False
+
+    def reap(block: bool) -> None:
+        while children:
+            try:
+                pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                children.clear()
+                return
+            if pid == 0:
+                return
+            children.discard(pid)
+            out({"ev": "child-exit", "pid": pid, "rc": os.waitstatus_to_exitcode(status)})
+            block = False
+
+    while not eof:
+        ready, _, _ = select.select([0], [], [], 0.1)
+        reap(False)
+        if not ready:
+            continue
+        chunk = os.read(0, 65536)
+        if not chunk:
+            eof = True
+            break
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if not line.strip():
+                continue
+            try:
+                cmd = json.loads(line)
+            except ValueError:
+                print(f"zygote: ignoring a bad command line: {line[:200]!r}", file=sys.stderr)
+                continue
+            pid = os.fork()
+            if pid == 0:
+                rc = 1
+                try:
+                    rc = _child(cmd, [out_fd])
+                except BaseException:  # noqa: BLE001
+                    traceback.print_exc()
+                finally:
+                    os._exit(rc)
+            children.add(pid)
+            out({"ev": "forked", "key": cmd["key"], "pid": pid})
+    deadline = time.monotonic() + 60.0
+    while children and time.monotonic() < deadline:
+        reap(False)
+        time.sleep(0.05)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(zygote())

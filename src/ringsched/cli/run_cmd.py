@@ -1,0 +1,169 @@
+"""``ringsched run``: a policy drives real PyTorch DDP jobs, on local processes or on Ray."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ringsched.errors import InputError
+
+BACKENDS = ("local", "ray")
+
+
+class RunProgress:
+    """Per-job progress bars on stderr (samples done / work), plus one line per notable event."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.bar: Progress | None = None
+        self.tasks: dict[str, int] = {}
+        self.last = 0.0
+        self.t0 = time.monotonic()
+        self.ctl = None
+
+    def notify(self, msg: str) -> None:
+        line = f"[dim]{time.monotonic() - self.t0:7.1f}s[/dim] {escape(msg)}"
+        if self.bar is not None:
+            self.bar.console.print(line, highlight=False)
+        else:
+            self.console.print(line, highlight=False)
+
+    def tick(self, ctl, force: bool = False) -> None:
+        self.ctl = ctl
+        now = time.monotonic()
+        if now - self.last < 0.25 and not force:
+            return
+        self.last = now
+        if self.bar is None:
+            self.bar = Progress(TextColumn("[bold]{task.description:<22}"), BarColumn(), TaskProgressColumn(),
+                                TextColumn("{task.fields[status]:<9} w={task.fields[workers]} loss {task.fields[loss]}"),
+                                TimeElapsedColumn(), console=self.console, transient=False)
+            self.bar.start()
+            for jid, js in sorted(ctl.states.items(), key=lambda kv: kv[1].index):
+                self.tasks[jid] = self.bar.add_task(jid, total=js.job.work_samples, status=js.status, workers=0, loss="-")
+        for jid, js in ctl.states.items():
+            att = ctl.by_job.get(jid)
+            done = js.done_samples if att is None else max(att.samples, att.start_samples)
+            loss = ctl.loss_last.get(jid)
+            self.bar.update(self.tasks[jid], completed=min(done, js.job.work_samples), status=js.status,
+                            workers=att.world if att else 0, loss=f"{loss:.3g}" if loss is not None else "-")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            if self.ctl is not None:
+                self.tick(self.ctl, force=True)
+            self.bar.stop()
+
+
+def _fmt(v, digits=3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def print_summary(s: dict, console: Console) -> None:
+    t = Table(title=f"{s['policy']} on {s['cluster']} ({s['backend']}), {s['wall_s']:.1f} s wall")
+    for col in ("job", "status", "workers", "resizes", "loss", "step err"):
+        t.add_column(col)
+    for j in s["jobs"]:
+        status = j["status"] + (f": {j['error']}" if j.get("error") else "")
+        t.add_row(j["job"], status, " ".join(map(str, j["workers"])) or "-", str(j["resizes"]),
+                  f"{_fmt(j['loss_first'])} -> {_fmt(j['loss_last'])}",
+                  f"{j['median_step_error'] * 100:.0f}%" if j["median_step_error"] is not None else "-")
+    console.print(t)
+    pct = lambda v: "-" if v is None else f"{v * 100:.0f}%"  # noqa: E731
+    console.print(f"completed {s['completed']}, failed {s['failed']}, resizes {s['resizes']}. Median step-time "
+                  f"error, predicted at launch vs measured: {pct(s['median_step_error'])} over all launches, "
+                  f"{pct(s['median_step_error_informed'])} once the job type had been measured; "
+                  f"final refitted model: {pct(s['median_step_error_refit'])}. Per-launch detail: --json.")
+
+
+def run(
+    backend: str = typer.Option("local", "--backend", help="Where workers run: local (processes) or ray."),
+    cluster: str = typer.Option("2x2", "--cluster", help="Cluster spec NxG[,key=value...] or a YAML file; "
+                                "servers and GPU slots are emulated (local) or Ray nodes (ray)."),
+    jobs: str = typer.Option("demo:3", "--jobs", help="A YAML jobs file, or demo:N[,scale=F] (built-in jobs)."),
+    policy: str = typer.Option("optimus", "--policy", help="Policy name (ringsched policies lists them)."),
+    slot_s: float = typer.Option(5.0, "--slot-s", help="Scheduling slot: the policy decides every S seconds."),
+    state: Path = typer.Option(None, "--state", help="Durable state directory (journal, checkpoints, logs); "
+                               "rerun with the same one to resume. Default: a temporary directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend); default: start "
+                                "a local Ray instance emulating the cluster's servers."),
+    checkpoint_s: float = typer.Option(10.0, "--checkpoint-s", help="Checkpoint every S seconds while running."),
+) -> None:
+    """Run jobs for real: the policy decides workers and placements every slot; jobs are PyTorch
+    DDP (gloo) processes that checkpoint and restart when resized."""
+    from ringsched.backends.controller import Controller, RunConfig, check_journal
+    from ringsched.backends.jobs_file import load_jobs
+    from ringsched.backends.journal import Journal
+    from ringsched.cluster.model import load_cluster
+    from ringsched.policies import make_policy
+
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}", field="backend")
+    for name, v in (("slot-s", slot_s), ("checkpoint-s", checkpoint_s)):
+        if not (math.isfinite(v) and v > 0):
+            raise InputError(f"--{name} must be a positive number, got {v:g}", field=name)
+    if address is not None and backend != "ray":
+        raise InputError("--address applies to --backend ray only", field="address")
+    pol = make_policy(policy)
+    cl = load_cluster(cluster)
+    run_jobs = load_jobs(jobs)
+    if state is not None and state.exists() and not state.is_dir():
+        raise InputError(f"--state {state} exists and is not a directory", field="state")
+    tmp = None
+    state_dir = state
+    if state_dir is None:
+        tmp = tempfile.mkdtemp(prefix="ringsched-run-")
+        state_dir = Path(tmp)
+    err = Console(stderr=True)
+    prog = RunProgress(err)
+    journal = Journal(state_dir)
+    launcher = None
+    try:
+        check_journal(journal, run_jobs, cluster)  # before starting any worker
+        if backend == "local":
+            from ringsched.backends.local import LocalLauncher
+
+            launcher = LocalLauncher(state_dir)
+        else:
+            from ringsched.backends.ray_backend import RayLauncher
+
+            launcher = RayLauncher(cl, state_dir, address=address)
+        ctl = Controller(run_jobs, cl, cluster, pol, launcher, journal,
+                         RunConfig(slot_s=slot_s, ckpt_every_s=checkpoint_s), jobs_source=jobs,
+                         notify=prog.notify, on_tick=prog.tick)
+        summary = ctl.run()
+    except BaseException:
+        if launcher is not None:
+            launcher.close()
+        raise
+    finally:
+        prog.close()
+        journal.close()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if tmp is not None:
+        summary["state"] = None
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+    else:
+        print_summary(summary, Console())
+    if summary["interrupted"]:
+        raise typer.Exit(130)
+    if summary["failed"] or summary["unfinished"]:
+        raise typer.Exit(1)

@@ -1,0 +1,180 @@
+"""``ringsched compare``: outputs, the summary against the per-job Parquet, the terminal
+table, bad input, and Ctrl-C keeping the finished policies."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ringsched.policies import policy_names
+from ringsched.simulator.metrics import summarize
+
+TRACE, CLUSTER = "synthetic:120", "4x8"
+
+
+def ringsched(*args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ringsched.cli.main", *map(str, args)], capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+def shared_compare_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """``compare --policies all`` on a small trace, run once per test session and shared with
+    tests/test_report_browser.py (which imports this)."""
+    out = tmp_path_factory.getbasetemp() / "shared-compare-all"
+    log = out / "command.json"
+    if not log.exists():
+        r = ringsched("compare", "--trace", TRACE, "--cluster", CLUSTER, "--policies", "all", "--seed", "3",
+                      "--out", out)
+        assert r.returncode == 0, r.stderr
+        log.write_text(json.dumps({"args": r.args, "stdout": r.stdout, "stderr": r.stderr}))
+    saved = json.loads(log.read_text())
+    return out, subprocess.CompletedProcess(saved["args"], 0, saved["stdout"], saved["stderr"])
+
+
+@pytest.fixture(scope="module")
+def compare_all(tmp_path_factory):
+    return shared_compare_run(tmp_path_factory)
+
+
+def test_writes_every_output_for_every_policy(compare_all):
+    out, r = compare_all
+    names = policy_names()
+    for f in ("summary.csv", "jobs.parquet", "timeline.parquet", "placements.parquet", "report.html"):
+        assert (out / f).stat().st_size > 0, f
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["policy"].tolist() == names
+    assert (summary["trace"] == TRACE).all() and (summary["objective"] == "jct").all()
+    assert (summary["seed"] == 3).all()
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    n = int(summary["jobs"].iloc[0])
+    assert jobs.columns[0] == "policy"
+    assert jobs.groupby("policy").size().to_dict() == {p: n for p in names}
+    # the same jobs under every policy
+    ids = {p: sorted(g["job_id"]) for p, g in jobs.groupby("policy")}
+    assert all(v == ids[names[0]] for v in ids.values())
+    for f, cols in (("timeline.parquet", {"t_s", "busy_gpus", "running", "waiting", "servers_up"}),
+                    ("placements.parquet", {"t_s", "job_id", "placement"})):
+        df = pd.read_parquet(out / f)
+        assert df.columns[0] == "policy" and cols <= set(df.columns)
+        assert set(df["policy"]) == set(names)
+    # the terminal table: every policy, best values marked; the report path is the last line
+    for p in names:
+        assert p in r.stdout
+    assert "*" in r.stdout and "best value per column" in r.stdout
+    assert r.stdout.strip().splitlines()[-1] == f"report: {out / 'report.html'}"
+    for p in names:
+        assert f"{p}: finished in" in r.stderr
+
+
+def test_summary_csv_matches_the_per_job_parquet(compare_all):
+    """Recomputing every summary metric from jobs.parquet gives the CSV's values."""
+    out, _ = compare_all
+    summary = pd.read_csv(out / "summary.csv").set_index("policy")
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    checked = 0
+    for policy, g in jobs.groupby("policy"):
+        row = summary.loc[policy]
+        again = summarize(g.drop(columns="policy").reset_index(drop=True), total_gpus=int(row["total_gpus"]),
+                          powered_server_s=float(row["powered_server_s"]), powered_gpu_s=float(row["powered_gpu_s"]))
+        for k, v in again.items():
+            got = row[k]
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                assert pd.isna(got), (policy, k, got)
+            else:
+                assert float(got) == pytest.approx(float(v), rel=1e-9, abs=1e-9), (policy, k)
+            checked += 1
+        # and the plainest ones by hand
+        done = g[g["status"] == "completed"]
+        assert row["completed"] == len(done)
+        assert row["mean_jct_s"] == pytest.approx((done["finish_s"] - done["arrival_s"]).mean())
+        assert row["total_utility"] == pytest.approx(g["utility"].sum())
+    assert checked >= 15 * len(summary)
+
+
+def test_best_value_marking_follows_each_column_direction():
+    from ringsched.reports import TABLE_METRICS, best_rows
+
+    assert best_rows([3.0, 1.0, 2.0], "min") == {1}
+    assert best_rows([3.0, 1.0, 3.0], "max") == {0, 2}
+    assert best_rows([None, float("nan"), 2.0], "min") == {2}
+    assert best_rows([None, None], "max") == set()
+    assert best_rows([1.0, 2.0], None) == set()
+    jct = next(m for m in TABLE_METRICS if m.key == "mean_jct_s")
+    assert best_rows([3600.0, 3601.0, 7200.0], "min", jct) == {0, 1}  # equal as displayed (1.00 h)
+    assert {m.key: m.better for m in TABLE_METRICS}["total_utility"] == "max"
+
+
+def test_timeline_policy_prefers_gadget_then_elastic():
+    from ringsched.reports import timeline_policy
+
+    assert timeline_policy(["fifo", "gadget", "optimus"]) == "gadget"
+    assert timeline_policy(["fifo", "optimus"]) == "optimus"  # optimus is elastic
+    assert timeline_policy(["fifo", "srtf"]) == "fifo"
+    assert timeline_policy([]) is None
+
+
+def test_bad_objective_and_policy_are_one_line_exit_2(cli, tmp_path):
+    code, _, err = cli("compare", "--trace", "synthetic:10", "--cluster", "2x8", "--objective", "speed",
+                       "--out", tmp_path)
+    assert code == 2 and "objective" in err and "jct" in err and len(err.strip().splitlines()) == 1
+    code, _, err = cli("compare", "--trace", "synthetic:10", "--cluster", "2x8", "--policies", "fifo,nope",
+                       "--out", tmp_path)
+    assert code == 2 and "nope" in err and "fifo" in err
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_ctrl_c_keeps_the_finished_policies(tmp_path):
+    """SIGINT after the first policy finished: exit 130, that policy's results written, the
+    report says what did not finish."""
+    out = tmp_path / "out"
+    policies = ["fifo", "srtf", "drf"]
+    proc = subprocess.Popen([sys.executable, "-m", "ringsched.cli.main", "compare", "--trace", "synthetic:800",
+                             "--cluster", "16x8", "--policies", ",".join(policies), "--workers", "1", "--out",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    deadline = time.monotonic() + 120
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if "fifo: finished in" in line:
+                proc.send_signal(signal.SIGINT)  # as Ctrl-C does, to the command's process
+                break
+            assert time.monotonic() < deadline, "".join(lines)
+        stdout, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = "".join(lines) + rest
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    summary = pd.read_csv(out / "summary.csv")
+    kept = summary["policy"].tolist()
+    assert kept[0] == "fifo" and kept != policies, err
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    assert set(jobs["policy"]) == set(kept)
+    assert (jobs.groupby("policy").size() == 800).all()
+    html = (out / "report.html").read_text()
+    assert 'id="unfinished"' in html and "drf" in html.split('id="unfinished"')[1][:300]
+    assert 'id="plot-jct-cdf"' in html
+    assert stdout.strip().splitlines()[-1].startswith("report: ")
+
+
+def test_step_average_and_ecdf_keep_the_shape():
+    from ringsched.reports.html import _ecdf, _step_average
+
+    t = np.arange(0.0, 10000.0)
+    y = (t >= 5000).astype(float)
+    x, a = _step_average(t, y, 10000.0, bins=100)
+    assert len(x) == 100 and a[:49].max() == 0.0 and a[51:].min() == 1.0
+    assert np.trapezoid(a, dx=100.0) == pytest.approx(5000.0, rel=0.02)
+    xs, q = _ecdf(np.arange(10000.0), points=300)
+    assert len(xs) == 300 and q[0] == 0.0 and q[-1] == 1.0 and np.all(np.diff(xs) >= 0)

@@ -50,10 +50,14 @@ class GadgetParams:
     max_steps: int = 48  # plan-search steps; a longer horizon is planned in blocks of slots
     tail_utility: float = 0.02  # plans complete before the utility falls below this share of its maximum
     retry_every: int = 3  # deferred jobs are offered again every this many slots (or when resources free up)
-    max_plans_per_slot: int = 48
+    max_plans_per_slot: int = 16
     work_conserving: bool = True
     near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
+    # objectives (docs/objectives.md, energy): utility per second a busy GPU costs, and per second
+    # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
+    energy_cost_per_gpu_s: float = 0.0
+    server_cost_per_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.admission not in ("deferred", "strict"):
@@ -204,18 +208,29 @@ class Gadget(Policy):
         free = gpus - used_g
         free[:, 0] = np.minimum(free[:, 0], nodes.capacity - used_g[:, 0])
         free = np.maximum(free, 0).reshape(S, steps, b).min(axis=2)
-        gp = (self.prices_g(used_g / gpus) / gpus).reshape(S, steps, b).sum(axis=2)
-        bfree = (1.0 - used_b).reshape(S, steps, b).min(axis=2)
-        bp = (self.p.nic_share * self.prices_b(used_b)).reshape(S, steps, b).sum(axis=2)
+        # a step of b slots is priced at its mean usage (b x P(mean)): one exponential per step
+        # instead of per slot keeps long windows cheap (it slightly under-prices uneven steps)
+        mean_g = used_g.reshape(S, steps, b).mean(axis=2)
+        gp = b * self.prices_g(mean_g / gpus) / gpus
+        bfree = 1.0 - used_b.reshape(S, steps, b).max(axis=2)
+        bp = b * self.p.nic_share * self.prices_b(used_b.reshape(S, steps, b).mean(axis=2))
         if not self.ring_aware:
             bp = np.zeros_like(bp)
+        if self.p.energy_cost_per_gpu_s:
+            gp = gp + self.p.energy_cost_per_gpu_s * b * slot_s
+        srv = None
+        if self.p.server_cost_per_s:  # slots in which the server has nothing committed
+            srv = ((used_g == 0) * (self.p.server_cost_per_s * slot_s)).reshape(S, steps, b).sum(axis=2)
         step_len = b * slot_s
         menu = _menu(job, c.total_gpus)
         if not menu:
             return None
         starts = now + step_len * np.arange(steps)
         best = None
+        gp_all = gp
         for w in menu:
+            # an empty server's cost, shared by the (at most one server's worth of) workers put there
+            gp = gp_all if srv is None else gp_all + srv / min(w, int(c.gpus.max()))
             e = embed(w, free, gp, bfree, bp, self.p.nic_share, ring_aware=self.ring_aware)
             prog = np.zeros(steps)
             kd = e.k * 1000 + e.d
@@ -431,7 +446,8 @@ class Gadget(Policy):
                     if multi:
                         now_bfree[counts > 0] -= self.p.nic_share
                         bfree = np.minimum(bfree, now_bfree)
-                continue
+                    continue
+                prev = ()  # its planned servers are busy now: lend it others until its plan starts
             if free.sum() < js.job.min_workers:
                 continue
             if prev:

@@ -59,15 +59,15 @@ def progress_callback(key: str) -> Callable[[float, int, int], None]:
     return cb
 
 
-def run_policy(policy: str, jobs, cluster, sim_kwargs: dict, seed: int) -> dict:
-    """One policy on the jobs, in a worker: the result's tables and summary."""
-    from ringsched.policies import make_policy
-    from ringsched.simulator import SimConfig, Simulator
+def run_policy(policy: str, jobs, cluster, sim_kwargs: dict, seed: int, objective: str = "jct") -> dict:
+    """One policy on the jobs under ``objective``, in a worker: the result's tables and summary."""
+    from ringsched.objectives.registry import run_with_objective
+    from ringsched.simulator import SimConfig
 
     t0 = time.perf_counter()
     _post("start", policy, len(jobs))
-    result = Simulator(jobs, cluster, make_policy(policy), SimConfig(seed=seed, **sim_kwargs),
-                       progress=progress_callback(policy)).run()
+    result = run_with_objective(objective, jobs, cluster, policy, SimConfig(seed=seed, **sim_kwargs),
+                                progress=progress_callback(policy))
     s = dict(result.summary)
     s["sim_wall_s"] = s.pop("wall_s")
     s["wall_s"] = time.perf_counter() - t0
@@ -344,7 +344,7 @@ def compare(
     n_workers = default_workers(len(names), workers)
     err.print(f"{len(names)} policies on {len(wl.jobs)} jobs of {trace}, cluster {wl.cluster.describe()}, "
               f"{n_workers} worker processes")
-    tasks = [Task(p, run_policy, (p, wl.jobs, wl.cluster, sim_kwargs, seed), len(wl.jobs), policy_cost(p))
+    tasks = [Task(p, run_policy, (p, wl.jobs, wl.cluster, sim_kwargs, seed, objective), len(wl.jobs), policy_cost(p))
              for p in names]
     outcome = run_parallel(
         tasks, workers=n_workers, console=err, warm=_warm_report,

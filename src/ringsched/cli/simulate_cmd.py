@@ -16,7 +16,7 @@ from ringsched.cli import workload as w
 from ringsched.errors import InputError
 
 # The fields printed in the terminal table, in order (the JSON has them all).
-TABLE_FIELDS = ("policy", "jobs", "completed", "waiting", "rejected", "mean_jct_s", "p50_jct_s", "p99_jct_s",
+TABLE_FIELDS = ("policy", "objective", "jobs", "completed", "waiting", "rejected", "mean_jct_s", "p50_jct_s", "p99_jct_s",
                 "makespan_s", "total_utility", "gpu_utilization", "energy_kwh", "worst_ftf_rho",
                 "preemptions", "restarts", "wall_s")
 
@@ -79,15 +79,18 @@ def simulate(
     mttr: float = typer.Option(2.0, "--mttr", help="Mean time to repair a failed server, hours."),
     contention: bool = typer.Option(False, "--contention", help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world."),
     horizon_s: float = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting."),
+    objective: str = w.ObjectiveOpt,
     out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, summary.json here."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
 ) -> None:
     """Simulate one policy on a trace and a cluster."""
-    from ringsched.policies import make_policy
-    from ringsched.simulator import SimConfig, Simulator
+    from ringsched.objectives.registry import parse_objective, run_with_objective
+    from ringsched.policies import policy_class
+    from ringsched.simulator import SimConfig
 
     t0 = time.perf_counter()
-    pol = make_policy(policy)
+    policy_class(policy)  # unknown -> one line, exit 2
+    obj = parse_objective(objective)
     try:
         cfg = SimConfig(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf_h=mtbf,
                         mttr_h=mttr, contention=contention, seed=seed, horizon_s=horizon_s)
@@ -96,7 +99,7 @@ def simulate(
     wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid)
     bar = LazyProgress(f"{policy}", len(wl.jobs))
     try:
-        result = Simulator(wl.jobs, wl.cluster, pol, cfg, progress=bar).run()
+        result = run_with_objective(obj, wl.jobs, wl.cluster, policy, cfg, progress=bar)
     finally:
         bar.close()
     s = result.summary

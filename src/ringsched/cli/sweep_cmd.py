@@ -45,19 +45,19 @@ def run_cell(cell: dict) -> dict:
     """One (cluster, load, seed, policy) cell: the cell's keys plus the run's summary. Runs in a
     local worker or as a Ray task (module-level, so it pickles by reference)."""
     from ringsched.cli.compare_cmd import _post, progress_callback
-    from ringsched.policies import make_policy
-    from ringsched.simulator import SimConfig, Simulator
+    from ringsched.objectives.registry import run_with_objective
+    from ringsched.simulator import SimConfig
 
     t0 = time.perf_counter()
     wl = _workload(cell["trace"], cell["cluster"], cell.get("vc"), cell.get("window"), cell.get("limit"),
                    int(cell["seed"]), bool(cell.get("rigid", False)))
     jobs = scale_arrivals(wl.jobs, float(cell["load"]))
     _post("start", cell["key"], len(jobs))
-    res = Simulator(jobs, wl.cluster, make_policy(cell["policy"]),
-                    SimConfig(seed=int(cell["seed"]), **cell["sim"]), progress=progress_callback(cell["key"])).run()
+    res = run_with_objective(cell.get("objective", "jct"), jobs, wl.cluster, cell["policy"],
+                             SimConfig(seed=int(cell["seed"]), **cell["sim"]), progress=progress_callback(cell["key"]))
     s = dict(res.summary)
     row = {"cluster": cell["cluster"], "load": float(cell["load"]), "seed": int(cell["seed"]),
-           "policy": cell["policy"], "trace": cell["trace"], "objective": cell.get("objective", "jct"),
+           "policy": cell["policy"], "trace": cell["trace"], "objective": s.pop("objective", "jct"),
            "cluster_description": s.pop("cluster"), "sim_wall_s": s.pop("wall_s")}
     s.pop("policy", None)
     s.pop("seed", None)

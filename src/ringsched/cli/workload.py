@@ -57,7 +57,9 @@ ContentionOpt = typer.Option(False, "--contention",
 HorizonSOpt = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting.")
 PoliciesOpt = typer.Option("all", "--policies",
                            help="Comma-separated policy names, or 'all' (ringsched policies lists them).")
-ObjectiveOpt = typer.Option("jct", "--objective", help="Objective the policies optimise (recorded in the outputs).")
+ObjectiveOpt = typer.Option("jct", "--objective",
+                            help="Objective NAME[,key=value...]: jct, deadline, energy, fairness or convergence "
+                                 "(docs/objectives.md); judges every policy and drives GADGET's decisions.")
 WorkersOpt = typer.Option(None, "--workers", min=1, help="Worker processes (default: min(runs, CPU count)).")
 
 
@@ -100,8 +102,8 @@ def objective_names() -> list[str]:
     return list(fn()) if callable(fn) else ["jct"]
 
 
-def check_objective(name: str) -> str:
-    known = objective_names()
-    if name not in known:
-        raise InputError(f"unknown objective {name!r}; known: {', '.join(known)}", field="objective")
-    return name
+def check_objective(text: str) -> str:
+    """``NAME[,key=value...]`` validated -> its canonical spec (name and every parameter)."""
+    from ringsched.objectives.registry import parse_objective
+
+    return parse_objective(text).spec()

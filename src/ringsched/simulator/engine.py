@@ -58,6 +58,9 @@ class SimConfig:
     seed: int = 0
     horizon_s: float | None = None
     energy: EnergyModel = field(default_factory=EnergyModel)
+    # stop_rule(job_state, now_s) -> True: the job is done early (objectives' convergence);
+    # evaluated at every slot boundary while jobs run, before the policy decides
+    stop_rule: Callable[[JobState, float], bool] | None = None
 
     def __post_init__(self) -> None:
         for name in ("slot_s", "checkpoint_s", "mttr_h"):
@@ -269,6 +272,28 @@ class Simulator:
                 js.rate_sps = rate
                 self._push_completion(js)
 
+    def _stop_early(self, t: float) -> bool:
+        """Complete, as of ``t``, every started job the stop rule says is done."""
+        rule = self.cfg.stop_rule
+        stop = [js for js in self.active.values() if js.first_start_s is not None and rule(js, t)]
+        for js in stop:
+            self._materialize(js, t)
+            if js.placement:
+                self._release(js.placement)
+                self.alloc.pop(js.job_id, None)
+                self.changes.append((t, js.job_id, ""))
+            js.placement = ()
+            js.rate_sps = 0.0
+            js.version += 1
+            js.status = "completed"
+            js.finish_s = t
+            js.extra["stopped_early"] = True
+            del self.active[js.job_id]
+            self.finished += 1
+        if stop and self.cfg.contention:
+            self._rerate(t)
+        return bool(stop)
+
     # ---------------------------------------------------------------- events
     def _next_event(self) -> tuple[float, str] | None:
         while self._done_heap:
@@ -350,6 +375,8 @@ class Simulator:
         last_report = 0.0
         try:
             while t <= horizon:
+                if self.cfg.stop_rule is not None and self.active and self._stop_early(t):
+                    changed = True
                 # arrivals up to this boundary: admission
                 nodes = None
                 while nxt < n_jobs and states[nxt].job.arrival_s <= t:
@@ -378,7 +405,7 @@ class Simulator:
                 cands = []
                 if nxt < n_jobs:
                     cands.append(max(t + slot, self._boundary_after(states[nxt].job.arrival_s)))
-                if self.policy.periodic and self.active:
+                if self.active and (self.policy.periodic or (self.cfg.stop_rule is not None and self.alloc)):
                     cands.append(t + slot)
                 ev = self._next_event()
                 if ev is not None:

@@ -42,12 +42,12 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
             (js.first_start_s - j.arrival_s) if js.first_start_s is not None else np.nan,
             js.attained_gpu_s, js.isolated_s, jct / js.isolated_s if done else np.nan,
             float(j.utility(jct)) if done else 0.0, float(j.utility.max_value),
-            js.preemptions, js.restarts, js.failures, js.lost_samples,
+            js.preemptions, js.restarts, js.failures, js.lost_samples, bool(js.extra.get("stopped_early", False)),
         ))
     cols = ["job_id", "tenant", "model", "arrival_s", "requested_gpus", "min_workers", "max_workers",
             "local_bsz", "work_samples", "done_samples", "status", "reason", "first_start_s",
             "finish_s", "jct_s", "queue_s", "gpu_s", "isolated_s", "ftf_rho", "utility",
-            "max_utility", "preemptions", "restarts", "failures", "lost_samples"]
+            "max_utility", "preemptions", "restarts", "failures", "lost_samples", "stopped_early"]
     jobs = pd.DataFrame.from_records(rows, columns=cols)
     for c in ("job_id", "tenant", "model", "status", "reason"):
         jobs[c] = jobs[c].astype("string")

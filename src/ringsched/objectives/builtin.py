@@ -1,0 +1,290 @@
+"""The built-in objectives: jct, deadline, energy, fairness, convergence (docs/objectives.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ringsched.objectives.curves import extend, learning_curve, online_stop_epochs
+from ringsched.objectives.energy import J_PER_KWH
+from ringsched.objectives.registry import Objective, register_objective
+from ringsched.objectives.utility import DeadlineUtility
+
+
+def _pos(name: str, v: float, *, zero: bool = False) -> None:
+    if not (math.isfinite(v) and (v >= 0 if zero else v > 0)):
+        raise ValueError(f"{name} must be a {'non-negative' if zero else 'positive'} number, got {v}")
+
+
+def isolated_s(job, cluster, speed) -> float:
+    """The job alone on the empty cluster at its largest size, consolidated (as the simulator)."""
+    from ringsched.perfmodel.speed import consolidated_shape
+
+    w = min(job.max_workers, cluster.total_gpus)
+    tput = speed.throughput_sps(job.model, job.local_bsz, consolidated_shape(w, int(cluster.gpus.max())))
+    return job.work_samples / tput
+
+
+def _resum(result) -> None:
+    jobs = result.jobs
+    result.summary["total_utility"] = float(jobs["utility"].sum())
+    result.summary["max_utility"] = float(jobs["max_utility"].sum())
+
+
+# ------------------------------------------------------------------------------------- jct
+@register_objective
+class JCT(Objective):
+    """The default: every job's sigmoid utility of its JCT (objectives/defaults.py); nothing changes."""
+
+    name = "jct"
+
+
+# -------------------------------------------------------------------------------- deadline
+@dataclass(frozen=True)
+class DeadlineParams:
+    slack: float = 2.0  # deadline = slack x the job's isolated run time ...
+    floor_s: float = 1800.0  # ... but never less than this
+    decay_per_s: float = 0.0  # utility after the deadline: value x exp(-decay x lateness); 0 = none
+
+    def __post_init__(self):
+        _pos("slack", self.slack)
+        _pos("floor_s", self.floor_s, zero=True)
+        _pos("decay_per_s", self.decay_per_s, zero=True)
+
+
+@register_objective
+class Deadline(Objective):
+    """Full value (the job's JCT utility's value) by its deadline, decaying (or nothing) after."""
+
+    name = "deadline"
+    Params = DeadlineParams
+
+    def prepare_jobs(self, jobs, cluster, speed):
+        self.deadlines: dict[str, float] = {}
+        out = []
+        for j in jobs:
+            d = max(self.p.slack * isolated_s(j, cluster, speed), self.p.floor_s)
+            self.deadlines[j.job_id] = d
+            value = float(getattr(j.utility, "value", j.utility.max_value))
+            out.append(dataclasses.replace(j, utility=DeadlineUtility(value, d, self.p.decay_per_s)))
+        return out
+
+    def report(self, result, config):
+        jobs = result.jobs
+        d = jobs["job_id"].map(self.deadlines).to_numpy(dtype=float)
+        jobs["deadline_s"] = d
+        done = (jobs["status"] == "completed").to_numpy()
+        met = done & (jobs["jct_s"].to_numpy(dtype=float) <= d + 1e-9)
+        n = len(jobs)
+        result.summary["deadline_met"] = int(met.sum())
+        result.summary["deadline_met_share"] = float(met.sum() / n) if n else None
+        result.summary["deadline_met_share_completed"] = float(met.sum() / done.sum()) if done.sum() else None
+
+
+# ---------------------------------------------------------------------------------- energy
+@dataclass(frozen=True)
+class EnergyParams:
+    usd_per_kwh: float = 0.12  # electricity price
+    utility_per_usd: float = 0.4  # 1 utility unit = 1 GPU-hour of work, worth about $2.50
+
+    def __post_init__(self):
+        _pos("usd_per_kwh", self.usd_per_kwh, zero=True)
+        _pos("utility_per_usd", self.utility_per_usd, zero=True)
+
+
+@register_objective
+class Energy(Objective):
+    """JCT utility; energy (busy GPUs, powered servers) priced into GADGET's plan costs."""
+
+    name = "energy"
+    Params = EnergyParams
+
+    def utility_per_joule(self) -> float:
+        return self.p.usd_per_kwh * self.p.utility_per_usd / J_PER_KWH
+
+    def policy_options(self, policy_cls, cluster, config):
+        from ringsched.policies.gadget.policy import Gadget
+
+        if not issubclass(policy_cls, Gadget):
+            return {}
+        em, k = config.energy, self.utility_per_joule()
+        g = int(cluster.gpus.max())
+        # a busy GPU adds (busy - idle) W; powering a server adds its base and its idle GPUs
+        return {"energy_cost_per_gpu_s": (em.gpu_busy_W - em.gpu_idle_W) * k,
+                "server_cost_per_s": (em.server_base_W + g * em.gpu_idle_W) * k}
+
+    def report(self, result, config):
+        s = result.summary
+        s["energy_cost_usd"] = s["energy_kwh"] * self.p.usd_per_kwh
+        s["net_utility"] = s["total_utility"] - s["energy_cost_usd"] * self.p.utility_per_usd
+
+
+# -------------------------------------------------------------------------------- fairness
+def alpha_fair(x, alpha: float):
+    """w_alpha(x) = log x (alpha = 1) or x^(1 - alpha) / (1 - alpha)."""
+    x = np.asarray(x, dtype=float)
+    return np.log(x) if alpha == 1 else np.power(x, 1.0 - alpha) / (1.0 - alpha)
+
+
+def alpha_fair_welfare(utility, max_utility, alpha: float, eps: float) -> float:
+    """sum_j w_alpha(max(u_j / umax_j, eps)) (unfinished jobs: u = 0 -> eps)."""
+    u, m = np.asarray(utility, dtype=float), np.asarray(max_utility, dtype=float)
+    x = np.maximum(np.divide(u, m, out=np.zeros_like(u), where=m > 0), eps)
+    return float(alpha_fair(x, alpha).sum())
+
+
+@dataclass(frozen=True)
+class FairUtility:
+    """What GADGET decides with under ``fairness``: scale x g(base(JCT) / base.max_value), with
+    g(x) = (w(max(x, eps)) - w(eps)) / (w(1) - w(eps)) the alpha-fair w normalised to [0, 1]:
+    concave, so the first share of a job's utility is worth more than the last, and every job
+    is weighted the same (``scale`` = the workload's mean maximum utility)."""
+
+    base: object
+    alpha: float
+    eps: float
+    scale: float
+
+    @property
+    def max_value(self) -> float:
+        return self.scale
+
+    def __call__(self, jct_s):
+        m = float(self.base.max_value)
+        x = np.asarray(self.base(jct_s), dtype=float) / m if m > 0 else np.zeros_like(np.asarray(jct_s, dtype=float))
+        lo, hi = alpha_fair(self.eps, self.alpha), alpha_fair(1.0, self.alpha)
+        return self.scale * (alpha_fair(np.maximum(x, self.eps), self.alpha) - lo) / (hi - lo)
+
+
+@dataclass(frozen=True)
+class FairnessParams:
+    alpha: float = 1.0  # 0 = utilitarian (normalised), 1 = proportional, large -> max-min
+    eps: float = 1e-3  # floor of a job's normalised utility (an unfinished job counts as eps)
+
+    def __post_init__(self):
+        _pos("alpha", self.alpha, zero=True)
+        if not 0 < self.eps < 1:
+            raise ValueError(f"eps must lie in (0, 1), got {self.eps}")
+
+
+@register_objective
+class Fairness(Objective):
+    """Alpha-fair welfare of the jobs' normalised JCT utilities; GADGET decides with FairUtility."""
+
+    name = "fairness"
+    Params = FairnessParams
+
+    def prepare_jobs(self, jobs, cluster, speed):
+        self.base = {j.job_id: j.utility for j in jobs}
+        scale = float(np.mean([float(j.utility.max_value) for j in jobs])) if jobs else 1.0
+        return [dataclasses.replace(j, utility=FairUtility(j.utility, self.p.alpha, self.p.eps, scale)) for j in jobs]
+
+    def report(self, result, config):
+        jobs = result.jobs
+        s = result.summary
+        s["decision_utility"] = float(jobs["utility"].sum())
+        done = (jobs["status"] == "completed").to_numpy()
+        jct = jobs["jct_s"].to_numpy(dtype=float)
+        base = [self.base[j] for j in jobs["job_id"]]
+        jobs["utility"] = [float(b(t)) if d else 0.0 for b, t, d in zip(base, jct, done)]
+        jobs["max_utility"] = [float(b.max_value) for b in base]
+        _resum(result)
+        s["alpha_fair_welfare"] = alpha_fair_welfare(jobs["utility"], jobs["max_utility"], self.p.alpha, self.p.eps)
+
+
+# ----------------------------------------------------------------------------- convergence
+@dataclass(frozen=True)
+class ConvergenceParams:
+    min_delta: float = 0.002  # an epoch "improves" when the running best rises by >= this x its gain so far
+    patience: int = 5  # stop after this many epochs in a row without improvement
+    min_epochs: int = 10  # never stop before this many epochs
+
+    def __post_init__(self):
+        _pos("min_delta", self.min_delta, zero=True)
+        if self.patience < 1 or self.min_epochs < 1:
+            raise ValueError("patience and min_epochs must be >= 1")
+
+
+@register_objective
+class Convergence(Objective):
+    """Excessive-training avoidance: stop a job where its learning curve flattens (online)."""
+
+    name = "convergence"
+    Params = ConvergenceParams
+
+    def prepare_jobs(self, jobs, cluster, speed):
+        self.info: dict[str, tuple] = {}
+        for j in jobs:
+            c = learning_curve(j.model)
+            typed = j.work_samples / c.epoch_samples
+            c = extend(c, max(int(math.ceil(typed)), 1))
+            stop = online_stop_epochs(c.best, min_delta=self.p.min_delta, patience=self.p.patience,
+                                      min_epochs=self.p.min_epochs)
+            self.info[j.job_id] = (c, stop, typed)
+        return list(jobs)
+
+    def stop_rule(self):
+        info = self.info
+
+        def rule(js, now_s: float) -> bool:
+            c, stop, typed = info[js.job_id]
+            done = js.done_at(now_s)
+            if done >= js.job.work_samples:
+                return False  # finishing anyway
+            n = int(math.floor(done / c.epoch_samples + 1e-9))  # whole epochs seen so far
+            return 1 <= n <= stop.size and bool(stop[n - 1])
+
+        return rule
+
+    def report(self, result, config):
+        jobs = result.jobs
+        s = result.summary
+        q, qfull, share = [], [], []
+        for jid, done, started, early in zip(jobs["job_id"], jobs["done_samples"], jobs["first_start_s"],
+                                             jobs["stopped_early"]):
+            c, _, typed = self.info[jid]
+            full = c.best_at(typed)
+            qfull.append(c.metric_of(full))
+            if np.isnan(started):
+                q.append(np.nan)
+                continue
+            at = c.best_at(done / c.epoch_samples)
+            q.append(c.metric_of(at))
+            if early:
+                share.append((full - at) / max(full - float(c.best[0]), 1e-12))
+        jobs["quality"] = np.asarray(q, dtype=float)
+        jobs["quality_full"] = np.asarray(qfull, dtype=float)
+        early = jobs["stopped_early"].to_numpy(dtype=bool)
+        done = jobs["done_samples"].to_numpy(dtype=float)
+        work = jobs["work_samples"].to_numpy(dtype=float)
+        if early.any():  # a stopped job's isolated time is that of the work it did (Themis' rho, Jain)
+            from ringsched.simulator.metrics import jain_index
+
+            iso = jobs["isolated_s"].to_numpy(dtype=float).copy()
+            iso[early] *= done[early] / work[early]
+            jobs["isolated_s"] = iso
+            jobs["ftf_rho"] = jobs["jct_s"].to_numpy(dtype=float) / iso
+            rho = jobs.loc[jobs["status"] == "completed", "ftf_rho"].to_numpy(dtype=float)
+            if rho.size:
+                s["worst_ftf_rho"] = float(rho.max())
+                s["share_ftf_rho_above_1"] = float((rho > 1.0 + 1e-9).mean())
+                s["jain_index"] = jain_index(1.0 / rho)
+        gpu_s = jobs["gpu_s"].to_numpy(dtype=float)
+        per_sample = np.divide(gpu_s, done, out=np.zeros_like(gpu_s), where=done > 0)
+        saved_h = float(((work - done) * per_sample)[early].sum()) / 3600.0
+        abs_lost = np.abs(jobs["quality_full"].to_numpy(dtype=float) - jobs["quality"].to_numpy(dtype=float))
+        by_model = {}
+        for m in sorted(set(jobs["model"][early])):
+            sel = early & (jobs["model"] == m).to_numpy()
+            by_model[str(m)] = float(abs_lost[sel].mean())
+        s.update({
+            "jobs_stopped_early": int(early.sum()),
+            "gpu_hours_saved": saved_h,
+            "gpu_hours_saved_share": saved_h / (s["gpu_hours"] + saved_h) if s["gpu_hours"] + saved_h > 0 else 0.0,
+            "quality_given_up_mean": float(np.mean(share)) if share else 0.0,
+            "quality_given_up_max": float(np.max(share)) if share else 0.0,
+            "quality_given_up_by_model": by_model,
+        })

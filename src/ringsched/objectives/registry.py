@@ -1,0 +1,154 @@
+"""Objectives: what a run is judged by and what GADGET optimises (docs/objectives.md).
+
+An objective is selected by ``--objective NAME[,key=value...]`` (e.g. ``deadline,slack=2``).
+Each one is a subclass of ``Objective`` registered by name, with a frozen dataclass of
+documented parameters (``Params``). It acts at three points of a run, for every policy:
+
+* ``prepare_jobs``: the jobs' utilities (e.g. deadlines) before the run;
+* ``stop_rule`` / ``policy_options``: a stop rule the simulator evaluates at its decision
+  boundaries (convergence) and options of the policy (GADGET's energy prices);
+* ``report``: summary fields (and job-table columns) after the run.
+
+``run_with_objective`` is the one way the commands run a policy under an objective.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, ClassVar
+
+from ringsched.errors import InputError
+
+_REGISTRY: dict[str, type["Objective"]] = {}
+
+
+def register_objective(cls: type["Objective"]) -> type["Objective"]:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+@dataclasses.dataclass(frozen=True)
+class NoParams:
+    pass
+
+
+class Objective:
+    """Base: the default JCT objective's behaviour (nothing changes)."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type] = NoParams
+    summary: ClassVar[str] = ""
+
+    def __init__(self, params=None):
+        self.p = params if params is not None else self.Params()
+
+    # --- hooks
+    def prepare_jobs(self, jobs: list, cluster, speed) -> list:
+        return list(jobs)
+
+    def stop_rule(self) -> Callable | None:
+        return None
+
+    def policy_options(self, policy_cls: type, cluster, config) -> dict:
+        return {}
+
+    def report(self, result, config) -> None:
+        """Add summary fields (``result.summary``) and job-table columns (``result.jobs``)."""
+
+    # --- description
+    def params_dict(self) -> dict:
+        return dataclasses.asdict(self.p)
+
+    def spec(self) -> str:
+        """Canonical text: the name and every parameter (``jct`` has none)."""
+        parts = [self.name] + [f"{k}={_fmt(v)}" for k, v in self.params_dict().items()]
+        return ",".join(parts)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return str(v)
+
+
+def objective_names() -> list[str]:
+    _load_builtins()
+    return list(_REGISTRY)
+
+
+def objective_class(name: str) -> type[Objective]:
+    _load_builtins()
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise InputError(f"unknown objective {name!r}; known: {', '.join(_REGISTRY)}", field="objective")
+    return cls
+
+
+def _load_builtins() -> None:
+    if not _REGISTRY:
+        import ringsched.objectives.builtin  # noqa: F401  (registers the objectives)
+
+
+def _coerce(text: str, typ, key: str, name: str):
+    t = typ if isinstance(typ, type) else {"float": float, "int": int, "bool": bool, "str": str}.get(str(typ), str)
+    try:
+        if t is bool:
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        v = t(text)
+        if t is float and not math.isfinite(v):
+            raise ValueError
+        return v
+    except ValueError:
+        raise InputError(f"objective {name}: {key}={text!r} is not a valid {t.__name__}", field="objective") from None
+
+
+def parse_objective(text: str | None) -> Objective:
+    """``NAME[,key=value...]`` -> an Objective (InputError, one line, for anything wrong)."""
+    text = (text or "jct").strip()
+    name, *rest = [p.strip() for p in text.split(",")]
+    cls = objective_class(name)
+    fields = {f.name: f for f in dataclasses.fields(cls.Params)}
+    kw = {}
+    for item in rest:
+        if not item:
+            continue
+        key, eq, val = item.partition("=")
+        key = key.strip()
+        if not eq or key not in fields:
+            known = ", ".join(fields) or "none"
+            raise InputError(f"objective {name}: unknown parameter {item!r}; parameters: {known}", field="objective")
+        kw[key] = _coerce(val.strip(), fields[key].type, key, name)
+    try:
+        params = cls.Params(**kw)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"objective {name}: {e}", field="objective") from None
+    return cls(params)
+
+
+def run_with_objective(objective: Objective | str, jobs, cluster, policy: str, config=None, *, progress=None,
+                       policy_options: dict | None = None):
+    """Run ``policy`` on ``jobs`` under ``objective``: the SimResult, with the objective's fields
+    in its summary (``objective`` = the canonical spec)."""
+    from ringsched.perfmodel.speed import SpeedModel
+    from ringsched.policies import make_policy
+    from ringsched.policies.registry import policy_class
+    from ringsched.simulator import SimConfig, Simulator
+
+    obj = parse_objective(objective) if isinstance(objective, str) else objective
+    cfg = config or SimConfig()
+    speed = SpeedModel(cluster)
+    jobs2 = obj.prepare_jobs(list(jobs), cluster, speed)
+    rule = obj.stop_rule()
+    if rule is not None:
+        cfg = dataclasses.replace(cfg, stop_rule=rule)
+    opts = dict(obj.policy_options(policy_class(policy), cluster, cfg))
+    opts.update(policy_options or {})
+    result = Simulator(jobs2, cluster, make_policy(policy, **opts), cfg, progress=progress, speed=speed).run()
+    obj.report(result, cfg)
+    result.summary["objective"] = obj.spec()
+    return result

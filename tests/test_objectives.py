@@ -1,0 +1,239 @@
+"""Objectives (docs/objectives.md): parsing, each objective's effect, the stop rule, the CLI."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ringsched.cluster.model import parse_spec
+from ringsched.errors import InputError
+from ringsched.job import Job
+from ringsched.objectives.builtin import FairUtility, alpha_fair_welfare, isolated_s
+from ringsched.objectives.curves import Curve, learning_curve, online_stop_epochs
+from ringsched.objectives.defaults import jct_utility
+from ringsched.objectives.registry import objective_names, parse_objective, run_with_objective
+from ringsched.objectives.utility import DeadlineUtility
+from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
+from ringsched.simulator import SimConfig, Simulator
+from ringsched.simulator.metrics import jain_index
+
+
+def job(i, arrival, gpus, seconds, cluster, *, model="resnet50", bsz=64, elastic=False):
+    sp = SpeedModel(cluster)
+    rate = sp.throughput_sps(model, bsz, consolidated_shape(gpus, int(cluster.gpus.max())))
+    return Job(f"j{i}", float(arrival), model, bsz, seconds * rate, 1 if elastic else gpus, gpus,
+               jct_utility(seconds, gpus))
+
+
+def workload(n=12, cluster="4x8", seed=0):
+    c = parse_spec(cluster)
+    rng = np.random.default_rng(seed)
+    models = ["resnet50", "vgg16", "resnet18_cifar10", "transformer"]
+    jobs = [job(i, float(rng.uniform(0, 3000)), int(rng.choice([1, 2, 4, 8])), float(rng.uniform(600, 7200)), c,
+                model=models[i % 4], elastic=True) for i in range(n)]
+    return jobs, c
+
+
+# ------------------------------------------------------------------------------ parsing
+def test_names_and_canonical_specs():
+    assert objective_names() == ["jct", "deadline", "energy", "fairness", "convergence"]
+    assert parse_objective("jct").spec() == "jct"
+    assert parse_objective(None).spec() == "jct"
+    o = parse_objective("deadline, slack=2.5 ,decay_per_s=0.001")
+    assert o.p.slack == 2.5 and o.p.decay_per_s == 0.001 and o.p.floor_s == 1800
+    assert parse_objective(o.spec()).p == o.p
+    assert parse_objective("convergence,patience=3").p.patience == 3
+
+
+@pytest.mark.parametrize("text,word", [("speed", "unknown objective"), ("deadline,nope=1", "unknown parameter"),
+                                       ("deadline,slack=x", "not a valid"), ("deadline,slack=-1", "slack"),
+                                       ("fairness,eps=2", "eps"), ("convergence,patience=1.5", "not a valid"),
+                                       ("energy,usd_per_kwh", "unknown parameter")])
+def test_bad_objectives_raise_input_error(text, word):
+    with pytest.raises(InputError, match=word):
+        parse_objective(text)
+
+
+@pytest.mark.parametrize("cmd", ["simulate", "compare", "sweep"])
+@pytest.mark.parametrize("obj", ["speed", "deadline,bogus=1", "energy,usd_per_kwh=abc"])
+def test_cli_bad_objective_is_one_line_exit_2(cli, tmp_path, cmd, obj):
+    extra = [] if cmd == "simulate" else ["--out", str(tmp_path / "o")]
+    code, _, err = cli(cmd, "--trace", "synthetic:5", "--cluster", "2x8", "--objective", obj, *extra)
+    assert code == 2 and "objective" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_simulate_records_objective(cli):
+    import json
+
+    code, out, _ = cli("simulate", "--trace", "synthetic:20", "--cluster", "2x8", "--policy", "fifo",
+                       "--objective", "deadline,slack=4", "--json")
+    s = json.loads(out)
+    assert code == 0 and s["objective"] == "deadline,slack=4,floor_s=1800,decay_per_s=0"
+    assert 0 <= s["deadline_met_share"] <= 1
+
+
+# ------------------------------------------------------------------------------ deadline
+def test_deadline_utilities_and_met_share():
+    jobs, c = workload()
+    obj = parse_objective("deadline,slack=2,floor_s=1000")
+    new = obj.prepare_jobs(jobs, c, SpeedModel(c))
+    for j0, j in zip(jobs, new):
+        assert isinstance(j.utility, DeadlineUtility)
+        d = max(2 * isolated_s(j0, c, SpeedModel(c)), 1000.0)
+        assert j.utility.deadline_s == pytest.approx(d) and j.utility.value == pytest.approx(j0.utility.value)
+        assert float(j.utility(d)) == j.utility.value and float(j.utility(d + 1)) == 0.0
+    tight = run_with_objective("deadline,slack=1,floor_s=0", jobs, c, "fifo")
+    loose = run_with_objective("deadline,slack=50", jobs, c, "fifo")
+    assert loose.summary["deadline_met_share"] == 1.0
+    assert tight.summary["deadline_met_share"] < 1.0
+    t = tight.jobs
+    met = (t.status == "completed") & (t.jct_s <= t.deadline_s + 1e-9)
+    assert tight.summary["deadline_met"] == int(met.sum())
+    assert tight.summary["total_utility"] == pytest.approx(float(t.max_utility[met].sum()))
+
+
+# ------------------------------------------------------------------------------ energy
+def test_energy_prices_reach_gadget_and_raise_plan_costs():
+    from ringsched.policies.base import Nodes
+    from ringsched.policies.gadget.policy import Gadget
+
+    jobs, c = workload(4, "2x8")
+    obj = parse_objective("energy,usd_per_kwh=0.2,utility_per_usd=1")
+    opts = obj.policy_options(Gadget, c, SimConfig())
+    k = 0.2 / 3.6e6
+    assert opts["energy_cost_per_gpu_s"] == pytest.approx((700 - 75) * k)
+    assert opts["server_cost_per_s"] == pytest.approx((1000 + 8 * 75) * k)
+    from ringsched.policies.fifo import Fifo  # noqa: F401 - baselines get nothing
+    from ringsched.policies.registry import policy_class
+    assert obj.policy_options(policy_class("fifo"), c, SimConfig()) == {}
+    costs = []
+    for o in ({}, opts):
+        g = Gadget(**o)
+        nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, SpeedModel(c))
+        g._ensure(nodes, jobs)
+        plan = g.search(jobs[0], jobs[0].work_samples, nodes, 0, horizon_end_s=86400.0)
+        costs.append(plan.cost)
+    # nothing committed: every plan pays at least its GPU-seconds' energy and one server
+    assert costs[1] > costs[0]
+
+
+def test_energy_objective_consolidates_and_reports_cost():
+    jobs, c = workload(16, "4x8", seed=3)
+    base = run_with_objective("jct", jobs, c, "gadget")
+    en = run_with_objective("energy,utility_per_usd=5", jobs, c, "gadget")
+    s = en.summary
+    assert s["energy_cost_usd"] == pytest.approx(s["energy_kwh"] * 0.12)
+    assert s["net_utility"] == pytest.approx(s["total_utility"] - s["energy_cost_usd"] * 5)
+    assert s["energy_kwh"] < base.summary["energy_kwh"]
+    assert s["powered_server_s"] < base.summary["powered_server_s"]
+
+
+# ------------------------------------------------------------------------------ fairness
+def test_welfare_and_jain_by_hand():
+    assert alpha_fair_welfare([1.0, 0.5], [2.0, 1.0], 1.0, 1e-3) == pytest.approx(2 * math.log(0.5))
+    assert alpha_fair_welfare([0.0, 1.0], [1.0, 1.0], 1.0, 1e-3) == pytest.approx(math.log(1e-3))
+    assert alpha_fair_welfare([0.25, 1.0], [1.0, 1.0], 2.0, 1e-3) == pytest.approx(-4.0 - 1.0)
+    assert alpha_fair_welfare([0.25, 1.0], [1.0, 1.0], 0.0, 1e-3) == pytest.approx(1.25)
+    assert jain_index(np.array([1.0, 1.0, 1.0])) == pytest.approx(1.0)
+    assert jain_index(np.array([1.0, 0.0])) == pytest.approx(0.5)
+    assert jain_index(np.array([1.0, 3.0])) == pytest.approx(16 / 20)
+
+
+def test_fair_utility_transformation():
+    base = jct_utility(3600.0, 4)
+    f = FairUtility(base, 1.0, 1e-3, 2.0)
+    assert f.max_value == 2.0 and float(f(0.0)) == pytest.approx(2.0 * float(base(0.0)) / base.max_value, rel=1e-6)
+    assert float(f(1e9)) == pytest.approx(0.0, abs=1e-9)
+    ts = np.linspace(0, 4 * base.target_jct_s, 200)
+    v = f(ts)
+    assert np.all(np.diff(v) <= 1e-12)  # non-increasing in JCT, like the base
+    # concave in the normalised utility: half the utility is worth more than half the value
+    x = 0.5
+    assert (math.log(x + 0) - math.log(1e-3)) / (0 - math.log(1e-3)) > 0.5
+
+
+def test_fairness_reports_base_utility_and_welfare():
+    jobs, c = workload()
+    r = run_with_objective("fairness,alpha=1", jobs, c, "gadget")
+    t = r.jobs
+    by_id = {j.job_id: j.utility for j in jobs}
+    exp = [float(by_id[i](x)) if s == "completed" else 0.0 for i, x, s in zip(t.job_id, t.jct_s, t.status)]
+    assert t.utility.to_numpy() == pytest.approx(np.array(exp))
+    assert r.summary["total_utility"] == pytest.approx(sum(exp))
+    assert r.summary["alpha_fair_welfare"] == pytest.approx(alpha_fair_welfare(t.utility, t.max_utility, 1.0, 1e-3))
+    assert "jain_index" in r.summary and "worst_ftf_rho" in r.summary
+
+
+# ------------------------------------------------------------------------------ convergence
+def test_online_rule_uses_only_past_points():
+    e = np.arange(1, 61, dtype=float)
+    q = 0.9 - 0.8 * np.exp(-e / 5.0)
+    best = np.maximum.accumulate(q)
+    stop = online_stop_epochs(best, min_delta=0.002, patience=5, min_epochs=10)
+    n = int(np.argmax(stop)) + 1
+    # the flattening point: gain per epoch below 0.2% of the gain so far, for 5 epochs
+    d = np.diff(best) < 0.002 * (best[1:] - best[0])
+    first = next(k for k in range(10, 61) if d[k - 6:k - 1].all())  # epochs k-5..k flat
+    assert n == first and 10 <= n < 60
+    # changing the curve after epoch n changes nothing up to n (online), but a later jump does not matter
+    q2 = q.copy()
+    q2[n:] += 0.5
+    stop2 = online_stop_epochs(np.maximum.accumulate(q2), min_delta=0.002, patience=5, min_epochs=10)
+    assert (stop2[:n] == stop[:n]).all()
+
+
+def test_measured_curves_are_used():
+    for m in ("resnet18_cifar10", "resnet50", "ncf", "yolov3"):
+        c = learning_curve(m)
+        if c.source == "family":
+            pytest.skip("shared Pollux profiles not present")
+        assert c.source.startswith("measured:")
+    assert learning_curve("yolov3").higher_is_better is False
+    assert learning_curve("resnet18_cifar10").epoch_samples == pytest.approx(50_000, rel=0.01)
+    assert learning_curve("vgg16").source == "family"
+
+
+@pytest.mark.parametrize("policy", ["fifo", "gadget"])
+def test_convergence_stops_early_saves_gpu_hours(policy):
+    c = parse_spec("2x8")
+    # vgg16 family curve, tau = 15 epochs; 200 typed epochs: far past the plateau
+    sp = SpeedModel(c)
+    rate = sp.throughput_sps("vgg16", 64, consolidated_shape(8, 8))
+    work = 200 * 1_281_167
+    j = Job("v", 0.0, "vgg16", 64, work, 8, 8, jct_utility(work / rate, 8))
+    jobs = [j, job(1, 0, 4, 1800, c, model="resnet50")]
+    a = run_with_objective("convergence", jobs, c, policy)
+    b = run_with_objective("convergence", jobs, c, policy)
+    full = run_with_objective("jct", jobs, c, policy)
+    row = a.jobs.set_index("job_id").loc["v"]
+    assert bool(row.stopped_early) and row.status == "completed"
+    curve = learning_curve("vgg16")
+    stop = online_stop_epochs(curve.best, min_delta=0.002, patience=5, min_epochs=10)
+    n = int(np.argmax(stop)) + 1
+    epochs = row.done_samples / curve.epoch_samples
+    slot_epochs = 300 * rate / curve.epoch_samples
+    assert n <= epochs <= n + slot_epochs + 1  # at the first boundary past the flattening point
+    s = a.summary
+    assert s["jobs_stopped_early"] == 1 and s["gpu_hours_saved"] > 0
+    assert s["gpu_hours"] < full.summary["gpu_hours"]
+    assert s["gpu_hours"] + s["gpu_hours_saved"] == pytest.approx(full.summary["gpu_hours"], rel=0.05)
+    assert 0 < s["quality_given_up_mean"] < 0.05
+    assert row.quality < row.quality_full
+    assert s["objective"].startswith("convergence,")
+    assert a.jobs.equals(b.jobs)  # deterministic
+
+
+def test_engine_stop_rule_directly():
+    c = parse_spec("1x8")
+    j = job(0, 0, 8, 3000, c)
+    half = j.work_samples / 2
+    r = Simulator([j], c, __import__("ringsched.policies", fromlist=["make_policy"]).make_policy("fifo"),
+                  SimConfig(stop_rule=lambda js, t: js.done_at(t) >= half)).run()
+    row = r.jobs.iloc[0]
+    assert row.status == "completed" and bool(row.stopped_early)
+    assert row.finish_s == 1500.0 and row.done_samples == pytest.approx(half)
+    assert row.gpu_s == pytest.approx(8 * 1500.0)
+    plain = Simulator([j], c, __import__("ringsched.policies", fromlist=["make_policy"]).make_policy("fifo")).run()
+    assert not bool(plain.jobs.iloc[0].stopped_early)

@@ -68,15 +68,32 @@ class GadgetParams:
 
 @dataclass
 class Plan:
-    slots: list[int]
-    placements: list[tuple]
+    """A committed plan: segments (first slot, end slot exclusive, placement), in order."""
+
+    segments: list[tuple[int, int, tuple]]
     finish_s: float
     payoff: float
     cost: float
-    by_slot: dict = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        self.by_slot = dict(zip(self.slots, self.placements))
+    @property
+    def first_slot(self) -> int:
+        return self.segments[0][0]
+
+    @property
+    def last_slot(self) -> int:
+        return self.segments[-1][1] - 1
+
+    @property
+    def first_placement(self) -> tuple:
+        return self.segments[0][2]
+
+    def at(self, slot: int) -> tuple:
+        for a, b, pl in self.segments:
+            if a <= slot < b:
+                return pl
+            if slot < a:
+                break
+        return ()
 
 
 def _menu(job: Job, limit: int) -> list[int]:
@@ -270,7 +287,7 @@ class Gadget(Policy):
         if best is None:
             return None
         ch, e = best
-        slots, placements = [], []
+        segments: list[tuple[int, int, tuple]] = []
         prev = None
         for i in range(ch.start, ch.end + 1):
             counts = e.counts(i, S)
@@ -280,10 +297,12 @@ class Gadget(Policy):
                 counts = prev
             prev = counts
             pl = counts_to_placement(counts)
-            for s in range(slot + i * b, slot + (i + 1) * b):
-                slots.append(s)
-                placements.append(pl)
-        return Plan(slots, placements, ch.finish_s, ch.payoff, ch.cost)
+            a, z = slot + i * b, slot + (i + 1) * b
+            if segments and segments[-1][2] == pl and segments[-1][1] == a:
+                segments[-1] = (segments[-1][0], z, pl)
+            else:
+                segments.append((a, z, pl))
+        return Plan(segments, ch.finish_s, ch.payoff, ch.cost)
 
     def _fixed_embedding(self, w, e, prog, remaining, free, gp, bfree, bp, nodes, job, step_len):
         """One embedding that stays free from the first step that fits until the job would be
@@ -315,9 +334,9 @@ class Gadget(Policy):
 
     def _commit(self, jid: str, plan: Plan, S: int) -> None:
         self.plans[jid] = plan
-        for s, pl in zip(plan.slots, plan.placements):
+        for a, z, pl in plan.segments:
             counts, bw = self._usage(pl, S)
-            self.ledger.add(s, counts, bw)
+            self.ledger.add_range(a, z, counts, bw)
         self.plans_made += 1
 
     def _usage(self, pl: tuple, S: int) -> tuple[np.ndarray, np.ndarray]:
@@ -331,10 +350,10 @@ class Gadget(Policy):
         plan = self.plans.pop(jid, None)
         if plan is None:
             return
-        for s, pl in zip(plan.slots, plan.placements):
-            if s >= from_slot:
+        for a, z, pl in plan.segments:
+            if z > from_slot:
                 counts, bw = self._usage(pl, S)
-                self.ledger.add(s, counts, bw, sign=-1)
+                self.ledger.add_range(max(a, from_slot), z, counts, bw, sign=-1)
         self.epoch += 1
 
     def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
@@ -370,8 +389,8 @@ class Gadget(Policy):
             self._release(jid, slot, S)  # finished early: free its later reservations
         behind = []
         for jid, plan in list(self.plans.items()):
-            pl = plan.by_slot.get(slot)
-            if plan.slots[-1] < slot or (pl and not nodes.up[list(set(pl))].all()):
+            pl = plan.at(slot)
+            if plan.last_slot < slot or (pl and not nodes.up[list(set(pl))].all()):
                 self._release(jid, slot, S)  # plan over but work left, or a failed server
                 behind.append(active[jid])
         out: dict[str, tuple] = {}
@@ -398,7 +417,7 @@ class Gadget(Policy):
                                      self.p.admission == "strict"):
                 self._commit(jid, plan, S)
         for jid, plan in self.plans.items():
-            pl = plan.by_slot.get(slot)
+            pl = plan.at(slot)
             if pl:
                 out[jid] = pl
         if self.p.work_conserving:
@@ -407,7 +426,8 @@ class Gadget(Policy):
 
     def wakeup_s(self, now_s: float, slot_s: float) -> float | None:
         """The next slot in which a committed plan runs (the simulator must not stop before)."""
-        nxt = [s for plan in self.plans.values() for s in plan.slots if s * slot_s > now_s]
+        nxt = [max(plan.first_slot, int(now_s // slot_s) + 1) for plan in self.plans.values()
+               if plan.last_slot * slot_s > now_s]
         return min(nxt) * slot_s if nxt else None
 
     def _lend(self, jobs, nodes: Nodes, slot: int, out: dict, previous) -> None:
@@ -435,7 +455,7 @@ class Gadget(Policy):
             if plan is not None:
                 # a planned job starts early where its plan will run it (no move later): its
                 # own reservations are what the lookahead would see there, so check this slot
-                first = plan.placements[0]
+                first = plan.first_placement
                 counts = np.bincount(np.asarray(first), minlength=free.size)
                 multi = (counts > 0).sum() > 1
                 if np.all(counts <= np.minimum(now_free, free + counts)) and \

@@ -68,6 +68,17 @@ class Ledger:
         self._ensure(end)
         return self.gpu_used[:, start:end], self.bw_used[:, start:end]
 
+    def add_range(self, start: int, end: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
+        """Add (sign=-1: remove) the same usage to every slot in [start, end)."""
+        if end <= start:
+            return
+        self._ensure(end)
+        self.gpu_used[:, start:end] += sign * counts.astype(np.int32)[:, None]
+        if np.any(bw_frac):
+            self.bw_used[:, start:end] += sign * bw_frac[:, None]
+            if sign < 0:
+                np.maximum(self.bw_used[:, start:end], 0.0, out=self.bw_used[:, start:end])
+
     def add(self, slot: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
         self._ensure(slot + 1)
         self.gpu_used[:, slot] += sign * counts.astype(np.int32)

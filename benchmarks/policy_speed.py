@@ -6,11 +6,14 @@ and p90 11,266 s (Philly-like), all "resnet50" at local batch 64, work = duratio
 throughput at the requested size (consolidated). Jobs may shrink to one worker (min 1,
 max = requested) so elastic policies have room; ``--rigid`` makes min = max.
 
-Prints, per policy: wall seconds, jobs/s, decisions, mean decision ms, and the ratio of its
-wall time to fifo's (the reference, run first in the same process). ``--profile NAME``
-prints a cProfile of one policy's run instead.
+Prints, per policy: wall seconds, CPU seconds (steadier than wall on a shared machine),
+jobs/s, decisions, mean decision ms, and the ratio of its wall time to fifo's (the
+reference, run first in the same process). ``--philly FILE`` runs the real Philly trace
+(Pollux's philly.csv, elastic jobs as the lead's full run) instead of the synthetic one;
+``--profile NAME`` prints a cProfile of one policy's run.
 
     python benchmarks/policy_speed.py [--jobs 10000] [--cluster 64x8] [--policies a,b]
+    python benchmarks/policy_speed.py --philly ../shared/traces/philly-pollux/philly.csv --jobs 0
 """
 
 from __future__ import annotations
@@ -55,10 +58,20 @@ def philly_like(n: int, cluster, *, load: float = 0.7, seed: int = 0, rigid: boo
     return jobs
 
 
+def philly_trace(path: str, cluster, limit: int) -> list[Job]:
+    from ringsched.traces import philly
+    from ringsched.traces.convert import to_jobs
+
+    df = philly.read(path)
+    if limit:
+        df = df.sort_values("arrival_s", kind="stable").head(limit).reset_index(drop=True)
+    return to_jobs(df, cluster, elastic=True)
+
+
 def run_one(name, jobs, cluster, cfg):
-    w0 = time.perf_counter()
+    w0, c0 = time.perf_counter(), time.process_time()
     r = Simulator(jobs, cluster, make_policy(name), cfg).run()
-    return time.perf_counter() - w0, r
+    return time.perf_counter() - w0, time.process_time() - c0, r
 
 
 def main() -> None:
@@ -69,10 +82,12 @@ def main() -> None:
     ap.add_argument("--slot-s", type=float, default=300.0)
     ap.add_argument("--policies", default="", help="comma-separated (default: all registered)")
     ap.add_argument("--rigid", action="store_true", help="min_workers = requested")
+    ap.add_argument("--philly", default="", help="run this Philly trace file instead (--jobs 0: all of it)")
     ap.add_argument("--profile", default="", help="cProfile this policy and print the top functions")
     a = ap.parse_args()
     cluster = parse_spec(a.cluster)
-    jobs = philly_like(a.jobs, cluster, load=a.load, rigid=a.rigid)
+    jobs = (philly_trace(a.philly, cluster, a.jobs) if a.philly
+            else philly_like(a.jobs, cluster, load=a.load, rigid=a.rigid))
     cfg = SimConfig(slot_s=a.slot_s)
     if a.profile:
         pr = cProfile.Profile()
@@ -84,15 +99,15 @@ def main() -> None:
     names = [p for p in a.policies.split(",") if p] or policy_names()
     names = ["fifo"] + [p for p in names if p != "fifo"]
     print(f"{len(jobs)} jobs on {cluster.describe()}, slot {a.slot_s:g} s")
-    print(f"{'policy':<10} {'wall_s':>8} {'jobs/s':>9} {'decisions':>9} {'ms/dec':>8} {'x fifo':>7} "
-          f"{'done':>6} {'mean_jct_h':>10}")
+    print(f"{'policy':<10} {'wall_s':>8} {'cpu_s':>8} {'jobs/s':>9} {'decisions':>9} {'ms/dec':>8} "
+          f"{'x fifo':>7} {'done':>6} {'mean_jct_h':>10}")
     ref = None
     for name in names:
-        wall, r = run_one(name, jobs, cluster, cfg)
+        wall, cpu, r = run_one(name, jobs, cluster, cfg)
         ref = ref or wall
         s = r.summary
         done = int((r.jobs.status == "completed").sum())
-        print(f"{name:<10} {wall:8.2f} {len(jobs) / wall:9.0f} {s['decisions']:9d} "
+        print(f"{name:<10} {wall:8.2f} {cpu:8.2f} {len(jobs) / wall:9.0f} {s['decisions']:9d} "
               f"{s['mean_decision_ms']:8.3f} {wall / ref:7.2f} {done:6d} {r.jobs.jct_s.mean() / 3600:10.2f}",
               flush=True)
 

@@ -13,6 +13,7 @@ from ringsched.objectives.utility import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import JobState, Nodes, make_policy, policy_names
 from ringsched.policies.common import allocate_in_order, allocate_in_order_fast
+from ringsched.policies.themis import Themis
 from ringsched.policies.tiresias import Tiresias
 from ringsched.simulator import SimConfig, Simulator
 
@@ -186,6 +187,37 @@ def test_themis_serves_the_worst_rho_job_first():
     # with f = 1 nobody bids: running jobs renew their leases and j2 waits its turn
     calm = run(jobs, c, make_policy("themis", fairness_knob=1.0), slot_s=300)
     assert calm.loc["j0", "preemptions"] == 0 and calm.loc["j2", "first_start_s"] > 300.0
+
+
+def test_themis_skipping_quiet_leases_gives_the_same_schedule():
+    class Unheld(Themis):
+        def optimize(self, jobs, nodes, previous_allocations):
+            self._hold = None
+            return super().optimize(jobs, nodes, previous_allocations)
+
+    c = parse_spec("4x8")
+    for seed, kw in ((3, {}), (3, {"lease_s": 900.0}), (4, {"lease_s": 450.0, "fairness_knob": 0.5})):
+        jobs = random_jobs(c, 80, seed=seed)
+        a = run(jobs, c, Themis(**kw), slot_s=300)
+        b = run(jobs, c, Unheld(**kw), slot_s=300)
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_themis_rho_is_finish_time_over_isolated_time():
+    c = parse_spec("2x8")
+    sp = SpeedModel(c)
+    j = job(0, 100, 8, 1000.0, c)
+    js = state(j, 0, c, placement=(0,) * 4 + (1,) * 4, done_samples=j.work_samples / 4, mark_s=400.0,
+               rate_sps=0.9 * sp.throughput_sps("resnet50", 64, (8, 2, 4, 1)), run_from_s=430.0)
+    js.isolated_s = 800.0
+    pol = make_policy("themis")
+    rate = sp.throughput_sps("resnet50", 64, sp.shape(js.placement))
+    for now in (400.0, 420.0, 430.0, 900.0, 1234.5):
+        want = ((now - 100) + js.remaining_at(now) / rate) / 800.0
+        assert pol.rho(js, Nodes(c, np.ones(2, dtype=bool), now, 300.0, sp)) == pytest.approx(want, rel=1e-12)
+    waiting = state(job(1, 50, 8, 1000.0, c), 1, c)
+    waiting.isolated_s = 1000.0
+    assert pol.rho(waiting, nodes(c, now=550.0)) == pytest.approx((500.0 + 1000.0) / 1000.0)
 
 
 # ------------------------------------------------------------------ shared helpers

@@ -143,7 +143,8 @@ def allocate_in_order_fast(order: Sequence[tuple[JobState, int]], nodes: Nodes,
     fails when it does not), so a pair passed over never fits later and backfilling places
     nothing more: ``order`` is read only until the GPUs are all spoken for. The running jobs
     to keep are checked and taken in one numpy step, and a job is only offered to
-    ``consolidated`` when the free GPUs in total could hold it."""
+    ``consolidated`` when the free GPUs in total could hold it. ``order`` is read once, in
+    order, so a generator saves building pairs for a long queue that is never reached."""
     free = nodes.capacity.copy()
     rack = nodes.cluster.rack_index if nodes.cluster.racks else None
     out: Allocations = {}

@@ -23,6 +23,7 @@ a NIC, as in the simulator, which slows them); all tenants have equal weight; ri
 from __future__ import annotations
 
 import heapq
+import math
 from collections import defaultdict
 
 from ringsched.policies.base import Policy
@@ -35,40 +36,58 @@ class Drf(Policy):
     name = "drf"
 
     def optimize(self, jobs, nodes, previous_allocations):
-        cap = nodes.capacity
-        total_gpus = float(cap.sum())
-        total_nics = float(nodes.up.sum())
+        total_gpus = float(nodes.capacity.sum())
+        total_nics = float(nodes.up.sum()) or 1.0
         if total_gpus <= 0:
             return {}
-        g = nodes.gpus_per_server
-        demand = self.demand
-        queues: dict[str, list] = defaultdict(list)
-        for js in sorted(jobs, key=arrival_key):
-            queues[tenant_of(js)].append((js, demand(js)))
-        heap = [(0.0, arrival_key(q[0][0]), t) for t, q in queues.items()]
+        queues = self._queues(jobs)
+        g, demand, get = nodes.gpus_per_server, self.demand, previous_allocations.get
+        heap = [(0.0, arrival_key(q[0]), t) for t, q in queues.items()]
         heapq.heapify(heap)
         pos = dict.fromkeys(queues, 0)
         used = {t: [0, 0] for t in queues}  # GPUs, NICs
         budget = int(total_gpus)
         order = []
         while heap and budget > 0:
-            _, _, t = heapq.heappop(heap)
+            t = heapq.heappop(heap)[2]
             q, i = queues[t], pos[t]
-            while i < len(q) and q[i][1] > budget:  # never fits again in this decision
+            while i < len(q) and demand(q[i]) > budget:  # never fits again in this decision
                 i += 1
             if i == len(q):
                 continue
-            js, w = q[i]
+            js = q[i]
+            w = demand(js)
             pos[t] = i + 1
             order.append((js, w))
             budget -= w
-            prev = previous_allocations.get(js.job.job_id, ())
-            k = len(set(prev)) if len(prev) == w else -(-w // g)
+            prev = get(js.job.job_id, ())
+            if len(prev) == w:
+                k = 1 if prev[0] == prev[-1] else len(set(prev))
+            else:
+                k = -(-w // g)
             u = used[t]
             u[0] += w
-            u[1] += k if k > 1 else 0
+            if k > 1:
+                u[1] += k
             if i + 1 < len(q):
-                share = max(u[0] / total_gpus, u[1] / total_nics if total_nics else 0.0)
-                heapq.heappush(heap, (share, arrival_key(q[i + 1][0]), t))
+                heapq.heappush(heap, (max(u[0] / total_gpus, u[1] / total_nics), arrival_key(q[i + 1]), t))
         # jobs left out never fit in what the chosen ones leave, so they need not be listed
         return allocate_in_order_fast(order, nodes, previous_allocations)
+
+    @staticmethod
+    def _queues(jobs) -> dict[str, list]:
+        """Tenant -> its jobs, oldest first."""
+        queues: dict[str, list] = defaultdict(list)
+        last_a, last_i = -math.inf, -1
+        for js in jobs:  # the simulator lists jobs oldest first: check rather than sort
+            a = js.job.arrival_s
+            if a < last_a or (a == last_a and js.index < last_i):
+                break
+            last_a, last_i = a, js.index
+            queues[js.job.tenant or tenant_of(js)].append(js)
+        else:
+            return queues
+        queues = defaultdict(list)
+        for js in sorted(jobs, key=arrival_key):
+            queues[tenant_of(js)].append(js)
+        return queues

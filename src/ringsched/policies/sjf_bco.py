@@ -27,6 +27,8 @@ rings counted equal whatever their traffic, no time-slotted offline analysis.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from ringsched.embedding.consolidated import counts_to_placement
@@ -44,28 +46,28 @@ class SjfBco(Policy):
     def optimize(self, jobs, nodes, previous_allocations):
         free = nodes.capacity.copy()
         rings = np.zeros(free.size, dtype=np.int64)  # cross-server rings using each NIC
-        kept, waiting = [], []
-        for js in jobs:
-            prev = previous_allocations.get(js.job.job_id)
-            (kept if prev else waiting).append((js, prev))
+        kept = list(previous_allocations.items())
         out = {}
-        for (js, p), ok in zip(kept, take_all(free, [p for _, p in kept])):
+        for (jid, p), ok in zip(kept, take_all(free, [p for _, p in kept])):
             if ok:  # running jobs stay (always, unless their servers' capacity shrank)
-                out[js.job.job_id] = p
+                out[jid] = p
                 if p[0] != p[-1]:
                     rings[list(set(p))] += 1
-            else:
-                waiting.append((js, None))
         left = int(free.sum())
-        waiting = [js for js, _ in waiting if self.demand(js) <= left]
-        if not waiting:
+        if left == 0:
             return out
-        nic = np.array([s.nic_Bps for s in nodes.cluster.servers], dtype=float)
-        waiting.sort(key=lambda js: self._key(js, nodes))
-        for js in waiting:
-            w = self.demand(js)
+        demand = self.demand
+        heap = [(self._key(js, nodes), js) for js in jobs
+                if js.job.job_id not in out and demand(js) <= left]
+        heapq.heapify(heap)  # smallest first, popped only while GPUs are left
+        nic = None
+        while heap and left > 0:
+            js = heapq.heappop(heap)[1]
+            w = demand(js)
             if w > left:
                 continue
+            if nic is None:
+                nic = np.array([s.nic_Bps for s in nodes.cluster.servers], dtype=float)
             p = self._place(js, w, free, rings, nic, nodes)
             if p is None:
                 continue

@@ -23,12 +23,13 @@ no 1/N-cluster T_independent, rigid sizes.
 from __future__ import annotations
 
 import math
+from itertools import chain
 
 from ringsched.policies.base import Policy
 from ringsched.policies.common import allocate_in_order_fast, running_rate_sps
 from ringsched.policies.registry import register
 
-_RATE = "themis_rate"  # (policy, placement, planned samples/s there), cached in js.extra
+_RHO = "themis_rho"  # (policy, progress bookkeeping, planned rate, rho = base + slope x t)
 
 
 @register
@@ -44,30 +45,77 @@ class Themis(Policy):
         self.fairness_knob = fairness_knob
         self.lease_s = lease_s
         self._next_lease_s = -math.inf
+        self._hold = None  # (valid until, jobs, servers up, the answer that changed nothing)
 
     def rho(self, js, nodes) -> float:
-        """((now - arrival) + remaining / rate) / T_isolated, the rate cached per placement."""
-        p = js.placement
-        c = js.extra.get(_RATE)
-        if c is None or c[0] is not self or c[1] != p:
-            rate = running_rate_sps(js, nodes, p) if p else nodes.throughput_sps(js, self.demand(js))
-            c = js.extra[_RATE] = (self, p, rate)
+        """((now - arrival) + remaining / rate) / T_isolated. Between two changes of the job's
+        progress bookkeeping this is linear in time (constant while it runs at the planned
+        rate), so its two coefficients are cached."""
         now = nodes.now_s
-        return ((now - js.job.arrival_s) + js.remaining_at(now) / c[2]) / js.isolated_s
+        c = js.extra.get(_RHO)
+        if c is None or c[0] is not self or c[1] != js.mark_s or c[2] != js.rate_sps or c[3] != js.placement:
+            p = js.placement
+            rate = running_rate_sps(js, nodes, p) if p else nodes.throughput_sps(js, self.demand(js))
+            j, iso = js.job, js.isolated_s
+            # remaining(t) = work - done - rate_sps x (t - run_from) for t >= run_from
+            slope = (1.0 - js.rate_sps / rate) / iso
+            base = (-j.arrival_s + (j.work_samples - js.done_samples + js.rate_sps * js.run_from_s) / rate) / iso
+            c = js.extra[_RHO] = (self, js.mark_s, js.rate_sps, p, rate, js.run_from_s, slope, base)
+        if now >= c[5]:
+            return c[7] + c[6] * now
+        return ((now - js.job.arrival_s) + js.remaining_at(now) / c[4]) / js.isolated_s  # restarting
 
     def optimize(self, jobs, nodes, previous_allocations):
-        now = nodes.now_s
-        if len(previous_allocations) == len(jobs) and all(
-                len(previous_allocations.get(js.job.job_id, ())) == self.demand(js) for js in jobs):
-            return dict(previous_allocations)  # everyone runs: no auction can change anything
+        now, n = nodes.now_s, len(jobs)
+        up = nodes.up.tobytes()
+        h = self._hold
+        if ((len(previous_allocations) == n and all(  # everyone runs: no auction changes anything
+                len(previous_allocations.get(js.job.job_id, ())) == self.demand(js) for js in jobs))
+                or (h is not None and now < h[0] and h[1] == n and h[2] == up  # nothing happened and
+                    and h[3] == previous_allocations)):  # no waiting job can have become a bidder
+            if now >= self._next_lease_s - 1e-9:  # the auction would renew every lease
+                self._next_lease_s = now + (self.lease_s or nodes.slot_s)
+            return dict(previous_allocations)
         rho = self.rho
-        ranked = sorted(jobs, key=lambda js: (-rho(js, nodes), js.job.arrival_s, js.index))
+        keyed = sorted(((-rho(js, nodes), js.job.arrival_s, js.index), js) for js in jobs)
+        ranked = [js for _, js in keyed]
+        n_bid = math.ceil((1.0 - self.fairness_knob) * n - 1e-9)
+        demand = self.demand
         if now < self._next_lease_s - 1e-9:  # inside a lease: fill freed GPUs only
-            return allocate_in_order_fast([(js, self.demand(js)) for js in ranked], nodes,
-                                          previous_allocations, preemptive=False)
-        self._next_lease_s = now + (self.lease_s or nodes.slot_s)
-        n_bid = math.ceil((1.0 - self.fairness_knob) * len(ranked) - 1e-9)
-        rest = ranked[n_bid:]
-        order = (ranked[:n_bid] + [js for js in rest if previous_allocations.get(js.job_id)]
-                 + [js for js in rest if not previous_allocations.get(js.job_id)])
-        return allocate_in_order_fast([(js, self.demand(js)) for js in order], nodes, previous_allocations)
+            out = allocate_in_order_fast([(js, demand(js)) for js in ranked], nodes,
+                                         previous_allocations, preemptive=False)
+        else:
+            self._next_lease_s = now + (self.lease_s or nodes.slot_s)
+            running, waiting = [], []
+            for js in ranked[n_bid:]:
+                (running if previous_allocations.get(js.job.job_id) else waiting).append(js)
+            order = ((js, demand(js)) for js in chain(ranked[:n_bid], running, waiting))
+            out = allocate_in_order_fast(order, nodes, previous_allocations)
+        self._hold = None
+        if out == previous_allocations:
+            self._hold = (self._quiet_until(keyed, n_bid, previous_allocations), n, up, dict(out))
+        return out
+
+    def _quiet_until(self, keyed, n_bid, running) -> float:
+        """After a decision that changed nothing: until when the same jobs give the same answer.
+
+        Every waiting job fitting the free GPUs would have started, so the answer only changes
+        when a waiting job becomes a bidder, i.e. its rho (rising at 1 / T_isolated per second)
+        passes that of the n_bid-th bidder, a running job, whose rho does not fall."""
+        bar = None
+        for k, ((neg_rho, _, _), js) in enumerate(keyed):
+            if k == n_bid:
+                break
+            if not running.get(js.job.job_id):
+                return -math.inf  # a waiting bidder (that fits nowhere): decide again next time
+            bar = -neg_rho
+        if bar is None:
+            return math.inf  # no bidders: running jobs renew their leases, no job fits
+        until = math.inf
+        for (neg_rho, _, _), js in keyed[n_bid:]:
+            if not running.get(js.job.job_id):
+                c = js.extra[_RHO]
+                if c[6] > 0:
+                    t = (bar - c[7]) / c[6]
+                    until = min(until, t - 1e-9 * (1.0 + abs(t)))
+        return until

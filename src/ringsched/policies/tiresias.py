@@ -66,18 +66,18 @@ class Tiresias(Policy):
             return dict(c[3])
         thr, last_q = self.thresholds, len(self.thresholds)
         next_jump = math.inf  # the next time a queue changes with time alone
-        keyed = []
+        keyed, running = [], []
         demand = self.demand
         for js in jobs:
             ex = js.extra
             if not js.placement:  # a waiting job's queue only changes when it is promoted
                 c = ex.get(_WAIT)
-                if c is not None and c[0] is self and c[1] == js.last_stop_s and c[2] == js.attained_gpu_s:
-                    entry, due = c[3], c[4]
-                    if due > now:
-                        next_jump = min(next_jump, due)
-                        keyed.append(entry)
-                        continue
+                if (c is not None and c[0] is self and c[1] == js.last_stop_s
+                        and c[2] == js.attained_gpu_s and c[4] > now):
+                    if c[4] < next_jump:
+                        next_jump = c[4]
+                    keyed.append(c[3])
+                    continue
                 service = js.attained_gpu_s - ex.get(_BASE, 0.0)
                 q = bisect.bisect_right(thr, service)
                 due = self._promotion_due(js, nodes) if q > 0 else math.inf
@@ -85,21 +85,27 @@ class Tiresias(Policy):
                     ex[_BASE] = js.attained_gpu_s
                     q, service, due = 0, 0.0, math.inf
                 next_jump = min(next_jump, due)
-                entry = ((q, js.job.arrival_s, js.index), js, service, demand(js))
+                entry = ((q, js.job.arrival_s, js.index), js, demand(js), service)
                 ex[_WAIT] = (self, js.last_stop_s, js.attained_gpu_s, entry, due)
             else:
                 service = js.attained_at(now) - ex.get(_BASE, 0.0)
-                entry = ((bisect.bisect_right(thr, service), js.job.arrival_s, js.index), js, service, demand(js))
+                entry = ((bisect.bisect_right(thr, service), js.job.arrival_s, js.index), js, demand(js), service)
+                running.append(entry)
             keyed.append(entry)
-        keyed.sort(key=lambda k: k[0])
-        out = allocate_in_order_fast([(js, w) for _, js, _, w in keyed], nodes, previous_allocations)
-        for (q, _, _), js, service, _ in keyed:
-            if js.placement or q < last_q:
-                p = out.get(js.job.job_id)
-                if p and q < last_q:  # a demotion
+        keyed.sort()  # by (queue, arrival, index), all distinct
+        out = allocate_in_order_fast((e[1:3] for e in keyed), nodes, previous_allocations)
+        left = len(out)  # the jobs given GPUs come first in the order: stop once all are seen
+        for (q, _, _), js, _, service in keyed:
+            if left == 0:
+                break
+            p = out.get(js.job.job_id)
+            if p:
+                left -= 1
+                if q < last_q:  # its next demotion
                     next_jump = min(next_jump, now + (thr[q] - service) / len(p))
-                elif js.placement and not p and q > 0:  # stopped now: a promotion
-                    next_jump = min(next_jump, self._promotion_due(js, nodes))
+        for (q, _, _), js, _, _ in running:
+            if q > 0 and js.job.job_id not in out:  # stopped now: its promotion
+                next_jump = min(next_jump, self._promotion_due(js, nodes))
         self._cache = (next_jump, len(jobs), up, out)
         return dict(out)
 

@@ -39,6 +39,7 @@ import numpy as np
 from ringsched.optimum.instance import DiscreteJob, Instance
 from ringsched.policies.gadget.embed import embed
 from ringsched.policies.gadget.plan import best_contiguous, best_plan
+from ringsched.policies.gadget.policy import worker_menu
 from ringsched.policies.gadget.prices import PriceFunction
 
 NIC_TOL = 1e-9
@@ -187,16 +188,7 @@ def exact_options(inst: Instance, job: DiscreteJob, used_gpu, used_nic, pg, pn) 
 
 def menu(job: DiscreteJob, limit: int) -> list[int]:
     """The trace-mode worker-count menu: powers of two within the bounds, plus both bounds."""
-    lo, hi = job.wmin, min(job.wmax, limit)
-    if lo > hi:
-        return []
-    ws = {lo, hi}
-    p = 1
-    while p <= hi:
-        if p >= lo:
-            ws.add(p)
-        p *= 2
-    return sorted(ws)
+    return worker_menu(job.wmin, min(job.wmax, limit))
 
 
 def fast_options(inst: Instance, job: DiscreteJob, used_gpu, used_nic, pg, pn,

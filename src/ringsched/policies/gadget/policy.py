@@ -96,9 +96,8 @@ class Plan:
         return ()
 
 
-def _menu(job: Job, limit: int) -> list[int]:
-    """Worker counts a plan may use: powers of two in the job's bounds, plus both bounds."""
-    lo, hi = job.min_workers, min(job.max_workers, limit)
+def worker_menu(lo: int, hi: int) -> list[int]:
+    """Worker counts a plan may use: powers of two in [lo, hi], plus both bounds."""
     if lo > hi:
         return []
     ws = {lo, hi}
@@ -108,6 +107,10 @@ def _menu(job: Job, limit: int) -> list[int]:
             ws.add(p)
         p *= 2
     return sorted(ws)
+
+
+def _menu(job: Job, limit: int) -> list[int]:
+    return worker_menu(job.min_workers, min(job.max_workers, limit))
 
 
 def utility_horizon_s(job: Job, tail: float) -> float:

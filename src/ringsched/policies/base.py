@@ -104,7 +104,10 @@ class Nodes:
 
     @property
     def gpus_per_server(self) -> int:
-        return int(self.cluster.gpus.max())
+        gps = self.__dict__.get("_gps")
+        if gps is None:
+            gps = self.__dict__["_gps"] = int(self.cluster.gpus.max())
+        return gps
 
     def throughput_sps(self, js: JobState, workers: int) -> float:
         """The job's samples/s at ``workers`` on a consolidated placement (planning estimate)."""

@@ -8,7 +8,7 @@ backfill the GPUs that higher-priority ones cannot use.
 from __future__ import annotations
 
 from ringsched.policies.base import Policy
-from ringsched.policies.common import allocate_in_order
+from ringsched.policies.common import allocate_in_order_fast
 from ringsched.policies.registry import register
 
 
@@ -20,7 +20,10 @@ class Srtf(Policy):
         now = nodes.now_s
 
         def remaining_s(js):
-            return js.remaining_at(now) / nodes.throughput_sps(js, self.demand(js))
+            rate = js.extra.get("srtf_rate")  # throughput at the requested size never changes
+            if rate is None:
+                rate = js.extra["srtf_rate"] = nodes.throughput_sps(js, self.demand(js))
+            return js.remaining_at(now) / rate
 
         order = sorted(jobs, key=lambda js: (remaining_s(js), js.job.arrival_s, js.index))
-        return allocate_in_order([(js, self.demand(js)) for js in order], nodes, previous_allocations)
+        return allocate_in_order_fast([(js, self.demand(js)) for js in order], nodes, previous_allocations)

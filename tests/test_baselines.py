@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from ringsched.cluster.model import parse_spec
+from ringsched.embedding import consolidated
 from ringsched.job import Job
 from ringsched.objectives.utility import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
@@ -235,7 +236,6 @@ def test_allocate_in_order_fast_equals_allocate_in_order():
             js = state(job(i, float(rng.integers(0, 5)), w, 100.0, c), i, c)
             states.append(js)
             if rng.random() < 0.5 and w <= free.sum():  # a valid previous placement
-                from ringsched.embedding import consolidated
                 p = consolidated(w, free, None)
                 np.subtract.at(free, list(p), 1)
                 prev[js.job_id] = p
@@ -244,8 +244,9 @@ def test_allocate_in_order_fast_equals_allocate_in_order():
         for pre in (True, False):
             for back in (True, False):
                 kw = dict(preemptive=pre, backfill=back)
-                assert allocate_in_order_fast(order, n, prev, **kw) == allocate_in_order(order, n, prev, **kw), \
-                    (trial, kw)
+                want = allocate_in_order(order, n, prev, **kw)
+                assert allocate_in_order_fast(order, n, prev, **kw) == want, (trial, kw)
+                assert allocate_in_order_fast(iter(order), n, prev, **kw) == want, (trial, kw)
 
 
 # ------------------------------------------------------------------ every policy

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import bisect
 import math
+from operator import itemgetter
 
 from ringsched.policies.base import Policy
 from ringsched.policies.common import allocate_in_order_fast, arrival_key
 from ringsched.policies.registry import register
 
 _BASE = "tiresias_base_gpu_s"  # attained service at the last promotion (js.extra key)
+_JOB, _WORKERS = itemgetter(3), itemgetter(4)  # of an entry (queue, arrival, index, job, w, service)
 _WAIT = "tiresias_waiting"  # a waiting job's (policy, last stop, attained, sort entry, promotion time)
 
 
@@ -66,7 +68,7 @@ class Tiresias(Policy):
             return dict(c[3])
         thr, last_q = self.thresholds, len(self.thresholds)
         next_jump = math.inf  # the next time a queue changes with time alone
-        keyed, running = [], []
+        keyed, running = [], []  # entries (queue, arrival, index, job, workers, service)
         demand = self.demand
         for js in jobs:
             ex = js.extra
@@ -85,17 +87,18 @@ class Tiresias(Policy):
                     ex[_BASE] = js.attained_gpu_s
                     q, service, due = 0, 0.0, math.inf
                 next_jump = min(next_jump, due)
-                entry = ((q, js.job.arrival_s, js.index), js, demand(js), service)
+                entry = (q, js.job.arrival_s, js.index, js, demand(js), service)
                 ex[_WAIT] = (self, js.last_stop_s, js.attained_gpu_s, entry, due)
             else:
-                service = js.attained_at(now) - ex.get(_BASE, 0.0)
-                entry = ((bisect.bisect_right(thr, service), js.job.arrival_s, js.index), js, demand(js), service)
+                service = (js.attained_gpu_s + len(js.placement) * max(0.0, now - js.mark_s)
+                           - ex.get(_BASE, 0.0))  # js.attained_at(now), inlined
+                entry = (bisect.bisect_right(thr, service), js.job.arrival_s, js.index, js, demand(js), service)
                 running.append(entry)
             keyed.append(entry)
         keyed.sort()  # by (queue, arrival, index), all distinct
-        out = allocate_in_order_fast((e[1:3] for e in keyed), nodes, previous_allocations)
+        out = allocate_in_order_fast(zip(map(_JOB, keyed), map(_WORKERS, keyed)), nodes, previous_allocations)
         left = len(out)  # the jobs given GPUs come first in the order: stop once all are seen
-        for (q, _, _), js, _, service in keyed:
+        for q, _, _, js, _, service in keyed:
             if left == 0:
                 break
             p = out.get(js.job.job_id)
@@ -103,7 +106,7 @@ class Tiresias(Policy):
                 left -= 1
                 if q < last_q:  # its next demotion
                     next_jump = min(next_jump, now + (thr[q] - service) / len(p))
-        for (q, _, _), js, _, _ in running:
+        for q, _, _, js, _, _ in running:
             if q > 0 and js.job.job_id not in out:  # stopped now: its promotion
                 next_jump = min(next_jump, self._promotion_due(js, nodes))
         self._cache = (next_jump, len(jobs), up, out)

@@ -73,16 +73,20 @@ def test_tiresias_promote_knob_brings_a_starved_job_back_to_the_top_queue():
 
 
 def test_tiresias_skipping_unchanged_decisions_gives_the_same_schedule():
-    class Uncached(Tiresias):
+    class FromScratch(Tiresias):  # rebuilds its order and answers at every decision
         def optimize(self, jobs, nodes, previous_allocations):
-            self._cache = None
+            self._last = None
             return super().optimize(jobs, nodes, previous_allocations)
 
     c = parse_spec("4x8")
-    jobs = random_jobs(c, 80, seed=5)
-    a = run(jobs, c, Tiresias(promote_knob=2), slot_s=120)
-    b = run(jobs, c, Uncached(promote_knob=2), slot_s=120)
-    pd.testing.assert_frame_equal(a, b)
+    for seed, kw, cfg in ((5, {"promote_knob": 2}, {}),
+                          (6, {"queue_thresholds_gpu_s": (600.0, 3000.0), "promote_knob": 1},
+                           {"mtbf_h": 10.0, "mttr_h": 1.0, "contention": True})):
+        jobs = random_jobs(c, 80, seed=seed)
+        a = run(jobs, c, Tiresias(**kw), slot_s=120, **cfg)
+        b = run(jobs, c, FromScratch(**kw), slot_s=120, **cfg)
+        pd.testing.assert_frame_equal(a, b)
+        assert a.preemptions.sum() > 0
 
 
 # ------------------------------------------------------------------ SRTF / SJF-BCO
@@ -175,6 +179,43 @@ def test_optimus_keeps_unchanged_jobs_in_place_and_admits_by_min_workers():
     assert make_policy("optimus").admit(Job("y", 0.0, "resnet50", 64, 1e6, 17, 64, U), nodes(c))
 
 
+def test_optimus_allocation_is_the_one_worker_at_a_time_greedy():
+    """The heap (with batching) gives exactly the textbook greedy: each step, one worker to
+    the job with the largest positive gain (ties by arrival), from min_workers up."""
+    rng = np.random.default_rng(9)
+    models = ["resnet50", "vgg16", "bert_base", "alexnet", "ncf"]
+    for trial in range(40):
+        c = parse_spec(str(rng.choice(["2x8", "4x8", "3x4"])))
+        n = nodes(c, now=float(rng.uniform(0, 1000)))
+        states = []
+        for i in range(int(rng.integers(1, 9))):
+            hi = int(rng.integers(1, 2 * c.total_gpus // 3 + 1))
+            j = Job(f"j{i}", float(rng.integers(0, 3)), str(rng.choice(models)), 64,
+                    float(rng.uniform(1e5, 1e8)), int(rng.integers(1, hi + 1)), hi, U)
+            states.append(state(j, i, c))
+        budget, want = int(c.total_gpus), {}
+        for js in sorted(states, key=lambda s: (s.job.arrival_s, s.index)):
+            if js.job.min_workers <= budget:
+                want[js.job_id], budget = js.job.min_workers, budget - js.job.min_workers
+        while budget > 0:
+            best = None
+            for js in states:
+                w = want.get(js.job_id)
+                if w is None or w >= js.job.max_workers:
+                    continue
+                rem = js.remaining_at(n.now_s)
+                gain = rem / n.throughput_sps(js, w) - rem / n.throughput_sps(js, w + 1)
+                key = (-gain, js.job.arrival_s, js.index)
+                if gain > 0 and (best is None or key < best[0]):
+                    best = (key, js.job_id)
+            if best is None:
+                break
+            want[best[1]] += 1
+            budget -= 1
+        out = make_policy("optimus").optimize(states, n, {})
+        assert {jid: len(p) for jid, p in out.items()} == want, trial
+
+
 # ------------------------------------------------------------------ Themis
 
 def test_themis_serves_the_worst_rho_job_first():
@@ -251,19 +292,28 @@ def test_allocate_in_order_fast_equals_allocate_in_order():
 
 # ------------------------------------------------------------------ every policy
 
-def random_jobs(c, n, seed):
+def random_jobs(c, n, seed, span_s=6 * 3600):
     rng = np.random.default_rng(seed)
-    return [job(i, float(rng.uniform(0, 6 * 3600)), int(rng.choice([1, 1, 1, 2, 4, 8, 16, 40])),
+    return [job(i, float(rng.uniform(0, span_s)), int(rng.choice([1, 1, 1, 2, 4, 8, 16, 40])),
                 float(rng.lognormal(7.5, 1.2)), c, tenant=str(rng.choice(["a", "b", "c", ""])),
                 elastic=bool(rng.random() < 0.3))
             for i in range(n)]
 
 
+@pytest.mark.parametrize("name", ["tiresias", "themis", "optimus"])
+def test_a_policy_instance_can_be_run_twice(name):
+    c = parse_spec("2x8")
+    jobs = random_jobs(c, 40, seed=8)
+    pol = make_policy(name)
+    first = run(jobs, c, pol, slot_s=300)
+    pd.testing.assert_frame_equal(run(jobs, c, pol, slot_s=300), first)
+
+
 @pytest.mark.parametrize("name", policy_names())
 def test_every_policy_on_a_random_workload(name):
     c = parse_spec("4x8")
-    jobs = random_jobs(c, 200, seed=11)
-    cfg = dict(slot_s=300, mtbf_h=48.0, mttr_h=1.0, contention=True, seed=2)
+    jobs = random_jobs(c, 200, seed=11, span_s=24 * 3600)
+    cfg = dict(slot_s=600, mtbf_h=48.0, mttr_h=1.0, contention=True, seed=2)
     r = run(jobs, c, name, **cfg)
     assert len(r) == 200 and set(r.status) <= {"completed", "waiting", "rejected"}
     too_big = (r.requested_gpus if make_policy(name).rigid else r.min_workers) > 32

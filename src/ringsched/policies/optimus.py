@@ -11,8 +11,8 @@ for SRTF) and the speed function is ``nodes.throughput_sps(js, w)`` (consolidate
 active job first gets ``min_workers`` (one worker for elastic jobs; in order of arrival,
 skipping jobs that do not fit, while GPUs last); then a max-heap repeatedly adds one worker
 to the job with the largest marginal gain remaining_time(w) - remaining_time(w + 1) (per
-GPU), up to ``max_workers``, until the GPUs run out or no gain is positive. A job whose gain
-is not positive stops growing (gains are not assumed to be concave). Placement: jobs whose
+GPU; ties by arrival), up to ``max_workers``, until the GPUs run out or no gain is positive.
+A job whose gain is not positive stops growing (gains are not assumed to be concave). Placement: jobs whose
 worker count is unchanged keep their servers; the others are placed consolidated, largest
 first (ties by arrival); a job that cannot be placed shrinks one worker at a time (down to
 ``min_workers``) until it fits, or waits. ``admit`` rejects only jobs whose min_workers
@@ -25,8 +25,8 @@ import heapq
 import math
 
 from ringsched.embedding import consolidated
-from ringsched.policies.base import Policy
 from ringsched.perfmodel.speed import consolidated_shape
+from ringsched.policies.base import Policy
 from ringsched.policies.common import arrival_key, take_all, take_placement
 from ringsched.policies.registry import register
 

@@ -52,6 +52,7 @@ class Themis(Policy):
         self.lease_s = lease_s
         self._next_lease_s = -math.inf
         self._hold = None  # (valid until, jobs, servers up, the answer that changed nothing)
+        self._now_s = -math.inf
 
     def rho(self, js, nodes) -> float:
         """((now - arrival) + remaining / rate) / T_isolated."""
@@ -77,6 +78,9 @@ class Themis(Policy):
 
     def optimize(self, jobs, nodes, previous_allocations):
         now, n = nodes.now_s, len(jobs)
+        if now < self._now_s:  # time went back: a new run with this instance
+            self._next_lease_s, self._hold = -math.inf, None
+        self._now_s = now
         up = nodes.up.tobytes()
         h = self._hold
         if ((len(previous_allocations) == n and all(  # everyone runs: no auction changes anything
@@ -103,11 +107,11 @@ class Themis(Policy):
                                          previous_allocations, preemptive=False)
         else:
             self._next_lease_s = now + (self.lease_s or nodes.slot_s)
-            running, waiting = [], []
-            for js in ranked[n_bid:]:
-                (running if previous_allocations.get(js.job.job_id) else waiting).append(js)
-            order = ((js, demand(js)) for js in chain(ranked[:n_bid], running, waiting))
-            out = allocate_in_order_fast(order, nodes, previous_allocations)
+            rest, get = ranked[n_bid:], previous_allocations.get
+            order = chain(ranked[:n_bid], (js for js in rest if get(js.job.job_id)),  # renewals,
+                          (js for js in rest if not get(js.job.job_id)))  # then the waiting ones
+            # read lazily: the waiting ones are not even listed when the cluster is full
+            out = allocate_in_order_fast(((js, demand(js)) for js in order), nodes, previous_allocations)
         self._hold = None
         if out == previous_allocations:
             self._hold = (self._quiet_until(keyed, n_bid, previous_allocations), n, up, dict(out))

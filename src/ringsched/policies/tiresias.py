@@ -16,29 +16,33 @@ public simulator (SymbioticLab/Tiresias, jobs.py) instead defaults to three queu
 limits 3,250 and 7,200 GPU-seconds -- pass ``(3250.0, 7200.0)`` for that. Inside a queue,
 FIFO by arrival; preemptive, lower-priority jobs backfill; placement is always consolidated
 (``allocate_in_order``), keeping running jobs where they are. PromoteKnob (``promote_knob``,
-default 8; None or 0 disables it): a waiting job that has run before, in a queue below the
-top, whose wait since its last stop exceeds promote_knob x the length of its last run goes
-back to the top queue and its service counter restarts from zero (as the authors' simulator
-resets ``executed_time``). ``periodic = True``: demotions and promotions happen with time alone.
+default 8, our choice: the authors' simulator has it off by default and variants from 0.5
+to 1000; None or 0 disables it): a waiting job that has run before, in a queue below the
+top, whose wait since its last stop exceeds promote_knob x the length of its last run (at
+least one slot) goes back to the top queue and its service counter restarts from zero (as
+the authors' simulator resets ``executed_time``). ``periodic = True``: demotions and promotions happen with time alone.
 
-Speed: the decision only changes at a queue jump (a demotion or promotion, whose time is
-computed) or when the job set, the capacity or the placements change, so between those the
-previous answer is returned without re-solving.
+Speed: a job's place in the service order (queue, arrival) only changes when it arrives,
+completes or jumps queue, and jumps happen at computable times; so the order is kept
+sorted between decisions and only those changes are applied (anything unexpected, or the
+first decision, rebuilds it from scratch); the allocation then reads the order only until
+the GPUs are spoken for. Between events and jumps the previous answer is returned as is.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from operator import itemgetter
 
 from ringsched.policies.base import Policy
-from ringsched.policies.common import allocate_in_order_fast, arrival_key
+from ringsched.policies.common import allocate_in_order_fast
 from ringsched.policies.registry import register
 
 _BASE = "tiresias_base_gpu_s"  # attained service at the last promotion (js.extra key)
-_JOB, _WORKERS = itemgetter(3), itemgetter(4)  # of an entry (queue, arrival, index, job, w, service)
-_WAIT = "tiresias_waiting"  # a waiting job's (policy, last stop, attained, sort entry, promotion time)
+_PAIR = itemgetter(3, 4)  # (job, workers) of an entry (queue, arrival, index, job, workers)
+_EPS = 1e-6  # s: queue checks are scheduled this early, then decided exactly
 
 
 @register
@@ -52,65 +56,124 @@ class Tiresias(Policy):
             raise ValueError(f"queue thresholds must be positive and increasing, got {thr}")
         self.thresholds = thr
         self.promote_knob = promote_knob or 0.0
-        self._cache = None  # (valid until, job indices, up bytes, answer)
+        self._entry: dict = {}  # job id -> (queue, arrival, index, job, workers), every active job
+        self._order: list = []  # the entries, sorted: the service order
+        self._checks: list = []  # heap of (time, index, job id): when a job's queue may change
+        self._check_at: dict = {}  # job id -> its valid check time
+        self._last = None  # (answer, servers up, number of jobs, time) of the last decision
 
     def queue_of(self, js, now: float) -> int:
         return bisect.bisect_right(self.thresholds, js.attained_at(now) - js.extra.get(_BASE, 0.0))
 
     def optimize(self, jobs, nodes, previous_allocations):
-        now = nodes.now_s
-        up = nodes.up.tobytes()
-        c = self._cache
-        # Same jobs (an arrival changes their number; a completion or failure changes the
-        # placements), same servers, same placements and no queue change due: same answer.
-        if (c is not None and now < c[0] and c[1] == len(jobs) and c[2] == up
-                and c[3] == previous_allocations):
-            return dict(c[3])
-        thr, last_q = self.thresholds, len(self.thresholds)
-        next_jump = math.inf  # the next time a queue changes with time alone
-        keyed, running = [], []  # entries (queue, arrival, index, job, workers, service)
-        demand = self.demand
-        for js in jobs:
-            ex = js.extra
-            if not js.placement:  # a waiting job's queue only changes when it is promoted
-                c = ex.get(_WAIT)
-                if (c is not None and c[0] is self and c[1] == js.last_stop_s
-                        and c[2] == js.attained_gpu_s and c[4] > now):
-                    if c[4] < next_jump:
-                        next_jump = c[4]
-                    keyed.append(c[3])
-                    continue
-                service = js.attained_gpu_s - ex.get(_BASE, 0.0)
-                q = bisect.bisect_right(thr, service)
-                due = self._promotion_due(js, nodes) if q > 0 else math.inf
-                if due <= now:
-                    ex[_BASE] = js.attained_gpu_s
-                    q, service, due = 0, 0.0, math.inf
-                next_jump = min(next_jump, due)
-                entry = (q, js.job.arrival_s, js.index, js, demand(js), service)
-                ex[_WAIT] = (self, js.last_stop_s, js.attained_gpu_s, entry, due)
-            else:
-                service = (js.attained_gpu_s + len(js.placement) * max(0.0, now - js.mark_s)
-                           - ex.get(_BASE, 0.0))  # js.attained_at(now), inlined
-                entry = (bisect.bisect_right(thr, service), js.job.arrival_s, js.index, js, demand(js), service)
-                running.append(entry)
-            keyed.append(entry)
-        keyed.sort()  # by (queue, arrival, index), all distinct
-        out = allocate_in_order_fast(zip(map(_JOB, keyed), map(_WORKERS, keyed)), nodes, previous_allocations)
-        left = len(out)  # the jobs given GPUs come first in the order: stop once all are seen
-        for q, _, _, js, _, service in keyed:
-            if left == 0:
-                break
-            p = out.get(js.job.job_id)
-            if p:
-                left -= 1
-                if q < last_q:  # its next demotion
-                    next_jump = min(next_jump, now + (thr[q] - service) / len(p))
-        for q, _, _, js, _, _ in running:
-            if q > 0 and js.job.job_id not in out:  # stopped now: its promotion
-                next_jump = min(next_jump, self._promotion_due(js, nodes))
-        self._cache = (next_jump, len(jobs), up, out)
+        if self._last is not None and nodes.now_s < self._last[3]:
+            self._last = None  # time went back: a new run with this instance
+        up, last = nodes.up.tobytes(), self._last
+        if (last is not None and last[2] == len(jobs) and last[1] == up and last[0] == previous_allocations
+                and nodes.now_s < self._next_check()):
+            return dict(last[0])  # nothing happened and no queue changes: the same answer
+        if last is None or not self._update(jobs, nodes, previous_allocations, last[0]):
+            self._rebuild(jobs, nodes)
+        self._run_checks(nodes)
+        out = allocate_in_order_fast(map(_PAIR, self._order), nodes, previous_allocations)
+        for jid in out.keys() - previous_allocations.keys():  # started: its next demotion
+            self._schedule(self._entry[jid], nodes, workers=len(out[jid]))
+        for jid in previous_allocations.keys() - out.keys():  # stopped: its promotion
+            self._schedule(self._entry[jid], nodes, workers=0)
+        self._last = (out, up, len(jobs), nodes.now_s)
         return dict(out)
+
+    def _update(self, jobs, nodes, previous, last_out) -> bool:
+        """Apply what happened since the last decision; False if a rebuild is needed."""
+        if previous.keys() - last_out.keys():
+            return False
+        for jid in last_out.keys() - previous.keys():  # completed, or failed and waiting again
+            e = self._entry.get(jid)
+            if e is None:
+                return False
+            if e[3].status == "completed":
+                self._remove(e)
+            else:  # stopped between decisions: look at its queue now
+                self._check_at[jid] = t = nodes.now_s - 1.0
+                heapq.heappush(self._checks, (t, e[3].index, jid))
+        try:
+            newest_first = reversed(jobs)  # arrivals come last
+        except TypeError:
+            return False
+        for js in newest_first:
+            e = self._entry.get(js.job.job_id)
+            if e is not None:
+                if e[3] is not js:
+                    return False
+                break
+            bisect.insort(self._order, self._add(js, nodes))
+        return len(self._entry) == len(jobs)
+
+    def _rebuild(self, jobs, nodes) -> None:
+        self._entry, self._checks, self._check_at = {}, [], {}
+        self._order = sorted(self._add(js, nodes) for js in jobs)
+
+    def _add(self, js, nodes):
+        e = (self.queue_of(js, nodes.now_s), js.job.arrival_s, js.index, js, self.demand(js))
+        self._entry[js.job.job_id] = e
+        self._schedule(e, nodes, workers=len(js.placement))
+        return e
+
+    def _remove(self, e) -> None:
+        i = bisect.bisect_left(self._order, e)
+        if i < len(self._order) and self._order[i] is e:
+            del self._order[i]
+        jid = e[3].job.job_id
+        del self._entry[jid]
+        self._check_at.pop(jid, None)
+
+    def _schedule(self, e, nodes, workers: int) -> None:
+        """When to look at the job's queue again, running on ``workers`` GPUs (0: waiting)."""
+        q, js, now = e[0], e[3], nodes.now_s
+        if workers:  # it is demoted when its service crosses the queue's threshold
+            if q >= len(self.thresholds):
+                t = math.inf
+            else:
+                service = js.attained_at(now) - js.extra.get(_BASE, 0.0)
+                t = now + (self.thresholds[q] - service) / workers - _EPS
+        else:
+            t = self._promotion_due(js, nodes) - _EPS if q > 0 else math.inf
+        jid = js.job.job_id
+        if t == math.inf:
+            self._check_at.pop(jid, None)
+            return
+        self._check_at[jid] = t
+        heapq.heappush(self._checks, (t, js.index, jid))
+
+    def _run_checks(self, nodes) -> None:
+        """Demotions and promotions due now, decided exactly as from scratch."""
+        now, checks = nodes.now_s, self._checks
+        while checks and checks[0][0] <= now + _EPS:
+            t, _, jid = heapq.heappop(checks)
+            if self._check_at.get(jid) != t:
+                continue  # superseded
+            del self._check_at[jid]
+            e = self._entry[jid]
+            js = e[3]
+            q = self.queue_of(js, now)
+            if q > 0 and not js.placement and self._promotion_due(js, nodes) <= now:
+                js.extra[_BASE] = js.attained_gpu_s
+                q = 0
+            if q != e[0]:
+                self._remove(e)
+                e = (q,) + e[1:]
+                self._entry[jid] = e
+                bisect.insort(self._order, e)
+            self._schedule(e, nodes, workers=len(js.placement))
+            if self._check_at.get(jid, math.inf) <= now + _EPS:  # not yet, by a rounding error
+                self._check_at[jid] = now + 2 * _EPS
+                heapq.heappush(checks, (now + 2 * _EPS, js.index, jid))
+
+    def _next_check(self) -> float:
+        checks = self._checks
+        while checks and self._check_at.get(checks[0][2]) != checks[0][0]:
+            heapq.heappop(checks)
+        return checks[0][0] if checks else math.inf
 
     def _promotion_due(self, js, nodes) -> float:
         """When a waiting job (or one stopped now) is promoted back to the top queue."""

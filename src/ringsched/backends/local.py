@@ -75,6 +75,7 @@ class _Worker:
     channel_ended: bool = False
     exited: bool = False  # the exit event was emitted
     kill_pending: bool = False
+    stop_pending: bool = False  # asked to stop before its channel connected: told on connect
 
 
 class LocalLauncher(Launcher):
@@ -165,9 +166,12 @@ class LocalLauncher(Launcher):
                 w = self.workers.get(hello.get("key", ""))
                 if w is not None:
                     w.conn, w.connected = conn, True
+                    stop_now = w.stop_pending
             if w is None:
                 conn.close()
                 return
+            if stop_now:  # a stop sent while the worker was still starting must not be lost
+                conn.sendall(b"stop\n")
             for line in f:
                 try:
                     ev = json.loads(line)
@@ -232,9 +236,11 @@ class LocalLauncher(Launcher):
 
     def stop(self, attempt: Attempt) -> None:
         for w in self.by_attempt.get(attempt.id, ()):
-            conn = w.conn
-            if conn is None:
-                continue
+            with self.lock:
+                conn = w.conn
+                if conn is None:
+                    w.stop_pending = True  # still starting: _read_worker tells it on connect
+                    continue
             try:
                 conn.sendall(b"stop\n")
             except OSError:

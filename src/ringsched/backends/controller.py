@@ -65,6 +65,7 @@ class Attempt:
     pids: list[int] = field(default_factory=list)
     host: str = ""
     nodes: dict[int, str] = field(default_factory=dict)  # rank -> node id (Ray)
+    launched_mono: float = field(default_factory=time.monotonic)
 
     @property
     def world(self) -> int:
@@ -113,6 +114,7 @@ class RunConfig:
     max_failures: int = 3  # a job whose workers crash this many times fails
     report_every_s: float = 0.5
     worker_timeout_s: float = 120.0
+    restart_s: float = 5.0  # expected cost of a placement change until stops and starts are measured
 
 
 def check_journal(journal: Journal, jobs: list[RunJob], cluster_spec: str) -> bool:
@@ -167,6 +169,8 @@ class Controller:
         self.interrupted = False
         self.stalled = False
         self.decisions = 0
+        self.startup_s: list[float] = []  # measured: launch -> gloo group formed
+        self.stop_s: list[float] = []  # measured: stop asked -> all ranks exited
         self._t0 = time.monotonic()
         self._offset = 0.0
         self._wall0 = time.perf_counter()
@@ -330,7 +334,16 @@ class Controller:
 
     # ------------------------------------------------------------------ decisions
     def _nodes(self, t: float) -> Nodes:
-        return Nodes(self.cluster, np.ones(self.cluster.num_servers, dtype=bool), t, self.cfg.slot_s, self.speed)
+        return Nodes(self.cluster, np.ones(self.cluster.num_servers, dtype=bool), t, self.cfg.slot_s, self.speed,
+                     self.restart_estimate_s())
+
+    def restart_estimate_s(self) -> float:
+        """What a placement change costs here: the median measured stop plus start (the configured
+        prior for a part not yet measured), told to policies as ``Nodes.restart_s``."""
+        half = self.cfg.restart_s / 2
+        stop = statistics.median(self.stop_s[-20:]) if self.stop_s else half
+        start = statistics.median(self.startup_s[-20:]) if self.startup_s else half
+        return float(stop + start)
 
     def _boundary(self, t: float) -> None:
         nodes = None
@@ -524,6 +537,7 @@ class Controller:
             if rank == 0:
                 att.start_samples = att.samples = float(ev.get("samples", 0))
                 att.step = int(ev.get("step", 0))
+                self.startup_s.append(time.monotonic() - att.launched_mono)
         elif kind == "progress":
             att.samples = float(ev["samples"])
             att.step = int(ev["step"])
@@ -577,6 +591,8 @@ class Controller:
         t = self.now()
         jid = att.job.name
         js = self.states[jid]
+        if att.state == "stopping" and att.stop_sent_at is not None and att.ended_hint == "stopped":
+            self.stop_s.append(time.monotonic() - att.stop_sent_at)
         att.state = "ended"
         self.live.pop(att.id, None)
         if self.by_job.get(jid) is att:

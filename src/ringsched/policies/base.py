@@ -96,6 +96,7 @@ class Nodes:
     now_s: float
     slot_s: float
     speed: SpeedModel
+    restart_s: float = 30.0  # what a placement change costs in this world (checkpoint, stop, restart)
 
     @property
     def capacity(self) -> np.ndarray:

@@ -217,7 +217,7 @@ class Simulator:
         return out
 
     def _decide(self, t: float) -> None:
-        nodes = Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed)
+        nodes = Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed, self.cfg.restart_s)
         w0 = time.perf_counter()
         new = self.policy.optimize(self._active_view, nodes, MappingProxyType(self.alloc))
         self.decision_wall_s += time.perf_counter() - w0
@@ -382,7 +382,7 @@ class Simulator:
                 while nxt < n_jobs and states[nxt].job.arrival_s <= t:
                     js = states[nxt]
                     nxt += 1
-                    nodes = nodes or Nodes(self.cluster, self.up.copy(), t, slot, self.speed)
+                    nodes = nodes or Nodes(self.cluster, self.up.copy(), t, slot, self.speed, self.cfg.restart_s)
                     reason = self.policy.admit(js.job, nodes)
                     if reason is None:
                         js.status = "active"

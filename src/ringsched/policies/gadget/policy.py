@@ -46,7 +46,7 @@ class GadgetParams:
     zeta: float = 1.0  # usage share at which the price reaches U
     bounds: str = "workload"  # how L is derived: "theory" (condition A2, loose) or "workload" (docs/theory.md)
     nic_share: float = 0.5  # beta = nic_share x NIC bandwidth, reserved on each NIC a ring crosses
-    restart_s: float = 30.0  # checkpoint-restart cost a plan expects when a job moves
+    restart_s: float | None = None  # checkpoint-restart cost a plan expects when a job moves (None: the world's, Nodes.restart_s)
     max_steps: int = 48  # plan-search steps; a longer horizon is planned in blocks of slots
     tail_utility: float = 0.02  # plans complete before the utility falls below this share of its maximum
     retry_every: int = 3  # deferred jobs are offered again every this many slots (or when resources free up)
@@ -54,6 +54,8 @@ class GadgetParams:
     work_conserving: bool = True
     near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
+    top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
+    top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
     # objectives (docs/objectives.md, energy): utility per second a busy GPU costs, and per second
     # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
     energy_cost_per_gpu_s: float = 0.0
@@ -107,6 +109,14 @@ def worker_menu(lo: int, hi: int) -> list[int]:
             ws.add(p)
         p *= 2
     return sorted(ws)
+
+
+def _nic_need(own: np.ndarray, counts: np.ndarray, base_multi: bool) -> tuple[np.ndarray, bool]:
+    """Servers that need a NIC share they do not hold when a ring on ``own`` grows to
+    ``counts``, and whether the grown ring crosses servers."""
+    multi = bool((counts > 0).sum() > 1)
+    need = (counts > 0) & (own == 0) if base_multi else (counts > 0)
+    return need, multi
 
 
 def _menu(job: Job, limit: int) -> list[int]:
@@ -200,6 +210,9 @@ class Gadget(Policy):
             self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
 
     # ------------------------------------------------------------ plan search
+    def _restart_s(self, nodes: Nodes) -> float:
+        return self.p.restart_s if self.p.restart_s is not None else nodes.restart_s
+
     def _beta_Bps(self, nodes: Nodes) -> float:
         return self.p.nic_share * nodes.cluster.servers[0].nic_Bps
 
@@ -275,7 +288,7 @@ class Gadget(Policy):
                     e.order[:stay] = np.argsort(-cc, kind="stable")
                     e.take[:stay] = cc[e.order[0]]
             elif ran_before:
-                prog[0] = max(0.0, prog[0] - self.p.restart_s * prog[0] / step_len)
+                prog[0] = max(0.0, prog[0] - self._restart_s(nodes) * prog[0] / step_len)
             near = self.p.near_payoff * float(job.utility.max_value)
             cands = [e]
             fixed = self._fixed_embedding(w, e, prog, remaining, free, gp, bfree, bp, nodes, job, step_len)
@@ -353,11 +366,14 @@ class Gadget(Policy):
         plan = self.plans.pop(jid, None)
         if plan is None:
             return
+        self._unreserve(plan, from_slot, S)
+        self.epoch += 1
+
+    def _unreserve(self, plan: Plan, from_slot: int, S: int) -> None:
         for a, z, pl in plan.segments:
             if z > from_slot:
                 counts, bw = self._usage(pl, S)
                 self.ledger.add_range(max(a, from_slot), z, counts, bw, sign=-1)
-        self.epoch += 1
 
     def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
         h = self.horizon.get(js.job_id)
@@ -434,7 +450,8 @@ class Gadget(Policy):
         return min(nxt) * slot_s if nxt else None
 
     def _lend(self, jobs, nodes: Nodes, slot: int, out: dict, previous) -> None:
-        """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first."""
+        """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first; what
+        is still idle then tops up planned jobs (``_top_up``)."""
         k = max(1, self.p.lend_lookahead)
         used_g, used_b = self.ledger.window(slot, slot + k)
         now_free = np.maximum(nodes.capacity - used_g[:, 0], 0)  # this slot only
@@ -444,8 +461,13 @@ class Gadget(Policy):
         if now_free.sum() == 0:
             return
         idle = [js for js in jobs if js.job_id not in out]
-        if not idle:
-            return
+        if idle:
+            self._lend_idle(idle, nodes, out, previous, free, now_free, bfree, now_bfree)
+        if self.p.top_up and now_free.sum() > 0:
+            self._top_up(jobs, nodes, slot, out, previous, free, now_free, bfree, now_bfree)
+
+    def _lend_idle(self, idle, nodes: Nodes, out: dict, previous, free, now_free, bfree, now_bfree) -> None:
+        """Lend to jobs with nothing committed in this slot (arrays are updated in place)."""
         now = nodes.now_s
 
         def left_s(js):
@@ -465,22 +487,22 @@ class Gadget(Policy):
                         (not multi or np.all(now_bfree[counts > 0] >= self.p.nic_share)):
                     out[js.job_id] = first
                     now_free -= counts
-                    free = np.minimum(free, now_free)
+                    np.minimum(free, now_free, out=free)
                     if multi:
                         now_bfree[counts > 0] -= self.p.nic_share
-                        bfree = np.minimum(bfree, now_bfree)
+                        np.minimum(bfree, now_bfree, out=bfree)
                     continue
-                prev = ()  # its planned servers are busy now: lend it others until its plan starts
+                # its planned servers are busy now: lend it others until its plan starts
             if free.sum() < js.job.min_workers:
                 continue
             if prev:
+                # where it runs on lent GPUs now, it stays while they are idle in this slot: a
+                # commitment due later takes them back then, and moving earlier gains nothing
                 counts = np.bincount(np.asarray(prev), minlength=free.size)
-                if np.all(counts <= free) and ((counts > 0).sum() == 1 or np.all(bfree[counts > 0] >= self.p.nic_share)):
+                multi = (counts > 0).sum() > 1
+                if np.all(counts <= now_free) and (not multi or np.all(now_bfree[counts > 0] >= self.p.nic_share)):
                     out[js.job_id] = prev
-                    free -= counts
-                    now_free -= counts
-                    if (counts > 0).sum() > 1:
-                        bfree[counts > 0] -= self.p.nic_share
+                    self._take_lent(counts, counts > 0 if multi else None, free, now_free, bfree, now_bfree)
                     continue
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
@@ -500,6 +522,100 @@ class Gadget(Policy):
                 w -= 1
             if now_free.sum() == 0:
                 break
+
+    def _top_up(self, jobs, nodes: Nodes, slot: int, out: dict, previous, free, now_free, bfree, now_bfree) -> None:
+        """Idle GPUs on top of a planned job's committed placement, shortest job first.
+
+        The job keeps every GPU of its plan (the commitment is untouched) and gains lent ones,
+        placed on its own servers first. A top-up starts only on GPUs that stay uncommitted for
+        the lookahead and only when, counting a restart to grow and one to shrink back, it
+        gains ``top_up_gain`` of the job's progress over the lookahead (or finishes the job
+        sooner within it); it lasts while its lent GPUs stay uncommitted. This is what makes
+        GADGET work-conserving at light load and lets jobs grow when others finish early."""
+        now = nodes.now_s
+        restart = self._restart_s(nodes)
+        window = max(1, self.p.lend_lookahead) * nodes.slot_s
+        S = free.size
+        nic = self.p.nic_share
+        cands = []
+        for js in jobs:
+            jid = js.job_id
+            base = out.get(jid)
+            plan = self.plans.get(jid)
+            if not base or plan is None or plan.at(slot) != base or len(base) >= js.job.max_workers:
+                continue
+            cands.append(js)
+        if not cands:
+            return
+        speed = nodes.speed
+
+        def rate(js, counts):
+            return speed.throughput_sps(js.job.model, js.job.local_bsz, speed.shape(counts_to_placement(counts)))
+
+        cands.sort(key=lambda js: (js.remaining_at(now) / max(nodes.throughput_sps(js, len(out[js.job_id])), 1e-12),
+                                   js.job.arrival_s, js.index))
+        for js in cands:
+            if now_free.sum() == 0:
+                break
+            jid, base = js.job_id, out[js.job_id]
+            own = np.bincount(np.asarray(base), minlength=S)
+            base_multi = (own > 0).sum() > 1
+            prev = previous.get(jid, ())
+            if len(prev) > len(base):  # topped up before: keep it while the lent GPUs stay idle
+                extra = np.bincount(np.asarray(prev), minlength=S) - own
+                new_srv, multi = _nic_need(own, own + extra, base_multi)
+                if np.all(extra >= 0) and np.all(extra <= now_free) and \
+                        (not multi or np.all(now_bfree[new_srv] >= nic - 1e-12)):
+                    out[jid] = prev
+                    self._take_lent(extra, new_srv if multi else None, free, now_free, bfree, now_bfree)
+                    continue
+            avail = np.minimum(free, now_free)
+            room = int(avail.sum())
+            if room == 0:
+                continue
+            rem = js.remaining_at(now)
+            r0 = rate(js, own)
+            if r0 <= 0 or rem <= 0:
+                continue
+            t_old = rem / r0
+            if t_old <= restart + nodes.slot_s:
+                continue  # nearly done: a restart cannot pay
+            best = None
+            order = np.lexsort((np.arange(S), -avail, own == 0))  # own servers, then the emptiest
+            for w in worker_menu(len(base) + 1, min(js.job.max_workers, len(base) + room)):
+                need = w - len(base)
+                extra = np.zeros(S, dtype=np.int64)
+                for s_ in order:
+                    if need == 0:
+                        break
+                    t_ = min(int(avail[s_]), need)
+                    extra[s_] += t_
+                    need -= t_
+                if need:
+                    continue
+                counts = own + extra
+                new_srv, multi = _nic_need(own, counts, base_multi)
+                if multi and not np.all(np.minimum(bfree, now_bfree)[new_srv] >= nic - 1e-12):
+                    continue
+                r1 = rate(js, counts)
+                t_new = restart + rem / r1
+                if t_new <= window:  # done while lent
+                    gain = (t_old - t_new) / t_old
+                else:  # progress over the window, less a restart to grow and one to shrink back
+                    gain = (r1 * (window - restart) - r0 * restart) / (r0 * window) - 1.0
+                if gain >= self.p.top_up_gain and (best is None or gain > best[0]):
+                    best = (gain, counts, extra, new_srv if multi else None)
+            if best is not None:
+                _, counts, extra, new_srv = best
+                out[jid] = counts_to_placement(counts)
+                self._take_lent(extra, new_srv, free, now_free, bfree, now_bfree)
+
+    def _take_lent(self, extra, new_srv, free, now_free, bfree, now_bfree) -> None:
+        now_free -= extra
+        np.minimum(free, now_free, out=free)
+        if new_srv is not None:
+            now_bfree[new_srv] -= self.p.nic_share
+            np.minimum(bfree, now_bfree, out=bfree)
 
 
 @register

@@ -1,0 +1,165 @@
+"""GADGET's contract (issue 4, design brief section 4): prices rise with utilisation and stay in
+their bounds; the greedy embedding keeps a ring on one server when one can host it; strict
+admission never admits a job with a non-positive payoff; a committed plan is never broken
+(every slot the job holds at least its planned GPUs), also while idle GPUs are lent on top;
+top-up lending grows a planned job and gives the GPUs back when a commitment needs them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ringsched.cluster.model import parse_spec
+from ringsched.job import Job
+from ringsched.objectives.utility import SigmoidUtility
+from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
+from ringsched.policies import JobState, Nodes
+from ringsched.policies.gadget.embed import embed
+from ringsched.policies.gadget.policy import Gadget, Plan
+from ringsched.policies.gadget.prices import PriceFunction
+from ringsched.simulator import SimConfig, Simulator
+
+U = SigmoidUtility(1, 3600, 0.001)
+
+
+def job(i, arrival, gpus, seconds, cluster, *, lo=1):
+    rate = SpeedModel(cluster).throughput_sps("resnet50", 64, consolidated_shape(gpus, int(cluster.gpus.max())))
+    return Job(f"j{i}", float(arrival), "resnet50", 64, seconds * rate, lo, gpus, U)
+
+
+def nodes(cluster, now=0.0, restart_s=30.0):
+    return Nodes(cluster, np.ones(cluster.num_servers, dtype=bool), now, 300.0, SpeedModel(cluster), restart_s)
+
+
+# ------------------------------------------------------------------ prices
+@given(L=st.floats(1e-6, 10), ratio=st.floats(1.5, 1e9), zeta=st.floats(0.05, 1.0),
+       z=st.lists(st.floats(0, 1), min_size=2, max_size=20))
+def test_prices_rise_with_utilisation_and_stay_in_bounds(L, ratio, zeta, z):
+    P = PriceFunction(L, L * ratio, zeta)
+    zs = np.sort(np.array(z))
+    p = P(zs)
+    assert P(0.0) == 0.0
+    assert np.all(np.diff(p) >= 0)  # rises with usage
+    assert np.all(p[zs <= zeta] <= P.U * (1 + 1e-9))  # at most U up to the threshold share
+    assert float(P(zeta)) == pytest.approx(P.U, rel=1e-9)
+
+
+def test_committing_a_plan_raises_the_prices_it_uses():
+    c = parse_spec("2x8")
+    g = Gadget()
+    js = JobState(job(0, 0.0, 8, 3600, c), 0, 3600.0)
+    out = g.optimize([js], nodes(c), {})
+    servers = sorted(set(out["j0"]))
+    used = g.ledger.window(0, 1)[0][:, 0]
+    p = g.prices_g(used / c.gpus)
+    assert all(p[s] > 0 for s in servers) and all(p[s] == 0 for s in range(2) if s not in servers)
+
+
+# ------------------------------------------------------------------ embedding
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), S=st.integers(1, 8), w=st.integers(1, 8))
+def test_greedy_embedding_uses_one_server_when_one_can_host_the_ring(seed, S, w):
+    rng = np.random.default_rng(seed)
+    free = rng.integers(0, 9, size=(S, 1))
+    gp = rng.uniform(0, 5, size=(S, 1))
+    e = embed(w, free, gp, np.ones((S, 1)), np.full((S, 1), 0.7), 0.5)
+    hosts = np.flatnonzero(free[:, 0] >= w)
+    if hosts.size:
+        assert e.ok[0] and e.k[0] == 1
+        chosen = int(np.flatnonzero(e.counts(0, S))[0])
+        assert gp[chosen, 0] == gp[hosts, 0].min()  # the cheapest server that can host it
+        assert e.cost[0] == pytest.approx(w * gp[chosen, 0])
+    elif free.sum() >= w:
+        assert e.ok[0] and e.k[0] > 1 and e.counts(0, S).sum() == w and np.all(e.counts(0, S) <= free[:, 0])
+    else:
+        assert not e.ok[0]
+
+
+# ------------------------------------------------------------------ admission and commitments
+def random_jobs(c, n, seed):
+    """Elastic (1..g) or, one time in three, rigid jobs of g GPUs, arriving over ~5.5 hours."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        arrival, g, secs = float(rng.uniform(0, 20_000)), int(rng.integers(1, c.total_gpus + 1)), float(rng.lognormal(7.5, 1))
+        out.append(job(i, arrival, g, secs, c, lo=g if rng.integers(3) == 0 else 1))
+    return out
+
+
+class Watched(Gadget):
+    """GADGET that checks, at every decision, that each committed plan's placement for the
+    slot is inside what the job is given, and records admissions with their payoff."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.admitted: list[float] = []
+        self.checked = 0
+        self.topped_up = 0
+
+    def admit(self, j, nodes):
+        reason = super().admit(j, nodes)
+        if reason is None and self.p.admission == "strict":
+            self.admitted.append(self.plans[j.job_id].payoff)
+        return reason
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        out = super().optimize(jobs, nodes, previous_allocations)
+        slot = round(nodes.now_s / nodes.slot_s)
+        for jid, plan in self.plans.items():
+            pl = plan.at(slot)
+            if pl:
+                got = Counter(out.get(jid, ()))
+                assert not (Counter(pl) - got), f"plan of {jid} broken at slot {slot}: {pl} -> {out.get(jid)}"
+                self.checked += 1
+                self.topped_up += len(out[jid]) > len(pl)
+        return out
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(2, 20), seed=st.integers(0, 10_000), spec=st.sampled_from(["2x4", "3x8", "4x2"]),
+       admission=st.sampled_from(["deferred", "strict"]), restart_s=st.sampled_from([0.0, 30.0]))
+def test_committed_plans_are_never_broken_and_strict_admits_only_positive_payoff(n, seed, spec, admission, restart_s):
+    c = parse_spec(spec)
+    pol = Watched(admission=admission)
+    r = Simulator(random_jobs(c, n, seed), c, pol, SimConfig(restart_s=restart_s, seed=seed)).run()
+    assert pol.checked > 0
+    assert all(p > 0 for p in pol.admitted)
+    if admission == "strict":  # every job not rejected was admitted through a positive-payoff plan
+        assert len(pol.admitted) == int((r.jobs.status != "rejected").sum())
+    assert set(r.jobs.status) <= {"completed", "waiting", "rejected"}
+
+
+# ------------------------------------------------------------------ top-up lending
+def test_top_up_grows_a_planned_job_and_gives_the_gpus_back_to_a_commitment():
+    c = parse_spec("1x8")
+    g = Gadget(restart_s=30.0)
+    a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)
+    n0 = nodes(c)
+    g._ensure(n0, [a])
+    g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1), 1)  # two GPUs for a long time
+    out = g.optimize([a], n0, {})
+    assert out["j0"] == (0,) * 8  # six idle GPUs lent on top of the two committed
+    # later the lent GPUs stay while idle ...
+    out2 = g.optimize([a], nodes(c, 300.0), {"j0": out["j0"]})
+    assert out2["j0"] == (0,) * 8
+    # ... and go back as soon as another job's plan needs them; the commitment stays whole
+    b = JobState(job(1, 300.0, 4, 3600, c), 1, 3600.0)
+    g._commit("j1", Plan([(2, 20, (0, 0, 0, 0))], 6000.0, 1.0, 0.1), 1)
+    out3 = g.optimize([a, b], nodes(c, 600.0), {"j0": out["j0"]})
+    assert out3["j1"] == (0,) * 4
+    assert Counter((0, 0)) <= Counter(out3["j0"]) and len(out3["j0"]) <= 4
+
+
+def test_top_up_waits_when_a_restart_cannot_pay():
+    c = parse_spec("1x8")
+    g = Gadget()
+    a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)
+    n0 = nodes(c, restart_s=10_000.0)  # a restart costs more than the lookahead: never worth it
+    g._ensure(n0, [a])
+    g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1), 1)
+    assert g.optimize([a], n0, {})["j0"] == (0, 0)
+    assert Gadget(top_up=False).p.top_up is False

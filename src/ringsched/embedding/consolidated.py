@@ -31,12 +31,11 @@ def consolidated(workers: int, free: np.ndarray, rack_index: np.ndarray | None =
     """
     if workers <= 0:
         return ()
+    if free.max() >= workers:  # best fit: the fullest server that can host the whole ring
+        s = int(np.argmin(np.where(free >= workers, free, np.iinfo(np.int64).max)))
+        return (s,) * workers
     if workers > int(free.sum()):
         return None
-    fits = np.flatnonzero(free >= workers)
-    if fits.size:
-        s = int(fits[np.argmin(free[fits])])
-        return (s,) * workers
     if rack_index is not None and rack_index.size and rack_index.max() >= 0:
         best = None
         for r in np.unique(rack_index):

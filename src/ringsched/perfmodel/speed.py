@@ -52,6 +52,7 @@ class SpeedModel:
             self._rack_Bps = min(r.uplink_Bps / per_rack[r.name] for r in cluster.racks if per_rack[r.name])
         self._params: dict[str, RingParams] = {}
         self._step: dict[tuple, float] = {}
+        self._shapes: dict[Placement, Shape] = {}
         self._custom: set[str] = set()
 
     def params(self, model: str) -> RingParams:
@@ -68,7 +69,13 @@ class SpeedModel:
         self._step = {k: v for k, v in self._step.items() if k[0] != model}
 
     def shape(self, placement: Placement) -> Shape:
-        return shape_of(placement, self.cluster.rack_index if self._racked else None)
+        # placements repeat all the time in a simulation (a job on one server, two ...): cache
+        sh = self._shapes.get(placement)
+        if sh is None:
+            if len(self._shapes) >= 1 << 18:
+                self._shapes.clear()
+            sh = self._shapes[placement] = shape_of(placement, self.cluster.rack_index if self._racked else None)
+        return sh
 
     def step_time_s(self, model: str, local_bsz: int, shape: Shape, inter_Bps: float | None = None) -> float:
         """Seconds per iteration; ``inter_Bps`` overrides the NIC bandwidth a cross-server ring gets."""

@@ -7,6 +7,7 @@ whenever possible (a move costs a checkpoint-restart).
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -169,16 +170,51 @@ def allocate_in_order_fast(order: Sequence[tuple[JobState, int]], nodes: Nodes,
             out[jid] = p
     total = int(free.sum())
     blocked = False
+    fit = _BestFit(free)
     for jid, w in todo:
         if total == 0:
             break
         if jid in out or blocked or w <= 0:
             continue
-        p = consolidated(w, free, rack) if w <= total else None
+        if w > total:
+            p = None
+        else:
+            s = fit.single(w)
+            p = (s,) * w if s is not None else consolidated(w, np.asarray(fit.free), rack)
         if p is None:
             blocked = not preemptive and not backfill
             continue
         out[jid] = p
-        take_placement(free, p)
+        fit.take(p)
         total -= w
     return out
+
+
+class _BestFit:
+    """Free GPUs per server bucketed by count: ``consolidated``'s one-server case (the fullest
+    server that can host the ring, lowest index on ties) without numpy, for long queues of
+    small jobs."""
+
+    def __init__(self, free: np.ndarray):
+        self.free = [int(x) for x in free]
+        top = max(self.free, default=0)
+        self.buckets: list[list[int]] = [[] for _ in range(top + 1)]
+        for s, c in enumerate(self.free):  # ascending: each bucket starts sorted
+            self.buckets[c].append(s)
+
+    def single(self, w: int) -> int | None:
+        b = self.buckets
+        for c in range(w, len(b)):
+            if b[c]:
+                return b[c][0]
+        return None
+
+    def take(self, placement: Placement) -> None:
+        counts: dict[int, int] = {}
+        for s in placement:
+            counts[s] = counts.get(s, 0) + 1
+        for s, n in counts.items():
+            c = self.free[s]
+            self.buckets[c].remove(s)
+            insort(self.buckets[c - n], s)
+            self.free[s] = c - n

@@ -10,11 +10,12 @@ The contract (design brief, section 4; theory in docs/theory.md):
 4. a positive payoff admits the job: its plan is committed and prices rise. Otherwise, in
    ``deferred`` admission (default) the job is offered again in later slots; in ``strict``
    admission (the textbook setting) it is rejected for good;
-5. GPUs left idle in the current slot are lent to jobs without a commitment in it, without
-   touching any commitment (``work_conserving``).
+5. GPUs left idle in the current slot are lent to jobs without a commitment in it, then on
+   top of planned jobs' placements when that pays for the restarts (``work_conserving``,
+   ``top_up``), without touching any commitment.
 
-A committed plan is never broken by GADGET: each slot it returns exactly the committed
-placement of every planned job. Plans end early when a job finishes early (its later
+A committed plan is never broken by GADGET: each slot it returns the committed placement of
+every planned job, or a superset of it when idle GPUs are lent on top. Plans end early when a job finishes early (its later
 reservations are released), and a job that falls behind its plan (a restart cost, a failed
 server) gets a new plan for what is left.
 """

@@ -205,8 +205,10 @@ class RayLauncher(Launcher):
 
     def kill(self, attempt: Attempt) -> None:
         ra = self.attempts.get(attempt.id)
-        if ra is None:
-            return
+        if ra is not None:
+            self._kill_actors(ra)
+
+    def _kill_actors(self, ra) -> None:
         for a in ra.actors:
             try:
                 self.ray.kill(a, no_restart=True)
@@ -268,11 +270,7 @@ class RayLauncher(Launcher):
         ra = self.attempts.pop(aid, None)
         if ra is None:
             return
-        for a in ra.actors:
-            try:
-                self.ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001
-                pass
+        self._kill_actors(ra)
         try:
             remove_placement_group(ra.pg)
         except Exception:  # noqa: BLE001

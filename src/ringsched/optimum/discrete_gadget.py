@@ -191,19 +191,21 @@ def menu(job: DiscreteJob, limit: int) -> list[int]:
     return worker_menu(job.wmin, min(job.wmax, limit))
 
 
+def _embed_inputs(inst: Instance, job: DiscreteJob, used_gpu, used_nic, pg, pn):
+    """What the greedy embedding sees from the job's arrival on: (servers, slots, free GPUs,
+    GPU price per GPU, free NIC share, the ring's NIC price, configuration -> index)."""
+    a = job.arrival
+    free = np.minimum(inst.O[:, None] - used_gpu[:, a:], inst.max_per_server)
+    return (inst.num_servers, inst.slots - a, free, pg[:, a:] / inst.O[:, None], 1.0 - used_nic[:, a:],
+            inst.nic_share * pn[:, a:], {y: c for c, y in enumerate(job.configs)})
+
+
 def fast_options(inst: Instance, job: DiscreteJob, used_gpu, used_nic, pg, pn,
                  exact_cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The fast variant's options: for each menu worker count the configuration the greedy ring
     embedding (``embed.embed``) picks in each slot. Returns ((steps, menu) cost, (steps, menu)
     configuration index, -1 where there is none)."""
-    a = job.arrival
-    S = inst.num_servers
-    n = inst.slots - a
-    free = np.minimum(inst.O[:, None] - used_gpu[:, a:], inst.max_per_server)
-    gprice = pg[:, a:] / inst.O[:, None]
-    bfree = 1.0 - used_nic[:, a:]
-    bprice = inst.nic_share * pn[:, a:]
-    index = {y: c for c, y in enumerate(job.configs)}
+    S, n, free, gprice, bfree, bprice, index = _embed_inputs(inst, job, used_gpu, used_nic, pg, pn)
     ws = menu(job, int(np.minimum(inst.O, inst.max_per_server).sum()))
     cost = np.full((n, len(ws)), np.inf)
     cfg = np.full((n, len(ws)), -1, dtype=np.int64)
@@ -299,14 +301,7 @@ def contiguous_choice(inst: Instance, job: DiscreteJob, used_gpu, used_nic, pg, 
     greedy embedding and, when it exists, one fixed embedding that stays free from the first
     slot that fits until the job would be done there; the plan runs without gaps from some slot
     until done. Returns (payoff, cost, completion step, [(step, configuration)]) or None."""
-    a = job.arrival
-    S = inst.num_servers
-    n = inst.slots - a
-    free = np.minimum(inst.O[:, None] - used_gpu[:, a:], inst.max_per_server)
-    gprice = pg[:, a:] / inst.O[:, None]
-    bfree = 1.0 - used_nic[:, a:]
-    bprice = inst.nic_share * pn[:, a:]
-    index = {y: c for c, y in enumerate(job.configs)}
+    S, n, free, gprice, bfree, bprice, index = _embed_inputs(inst, job, used_gpu, used_nic, pg, pn)
     steps = np.arange(n, dtype=float)
     best = None
     for w in menu(job, int(np.minimum(inst.O, inst.max_per_server).sum())):

@@ -72,11 +72,8 @@ def parse(raw: pd.DataFrame, path: Path, tenant: str) -> _io.Part:
     dur = _io.numbers(raw, "duration", path, off, min_value=0)
     bsz = _io.numbers(raw, "batch_size", path, off, integer=True, min_value=1)
     name = _io.strings(raw, "model_name", path, off).str.lower()
-    known = name.isin(list(MODELS)).to_numpy()
-    if not known.all():
-        i = _io.first(~known)
-        raise InputError(f"unknown model_name {name.iloc[i]!r}; known: {', '.join(sorted(MODELS))}",
-                         file=str(path), row=i + off, field="model_name")
+    _io.fail(~name.isin(list(MODELS)).to_numpy(),
+             lambda i: f"unknown model_name {name.iloc[i]!r}; known: {', '.join(sorted(MODELS))}", path, "model_name", off)
     keep = dur > 0
     local = np.maximum(1, bsz.astype(np.int64) // gpus.astype(np.int64))
     df = _io.frame(job_id=ids.to_numpy()[keep], arrival_s=t[keep], num_gpus=gpus[keep],

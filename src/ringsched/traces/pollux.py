@@ -40,7 +40,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ringsched.errors import InputError
 from ringsched.traces import _io
 
 # application -> catalogue model (ringsched.perfmodel.catalogue.profile_names()).
@@ -95,11 +94,8 @@ def read(path: Path) -> pd.DataFrame:
     _io.unique_ids(name, path, "name", off)
     t = _io.numbers(raw, "time", path, off, min_value=0)
     app = _io.strings(raw, "application", path, off).str.lower()
-    known = app.isin(list(MODELS)).to_numpy()
-    if not known.all():
-        i = _io.first(~known)
-        raise InputError(f"unknown application {app.iloc[i]!r}; known: {', '.join(sorted(MODELS))}",
-                         file=str(path), row=i + off, field="application")
+    _io.fail(~app.isin(list(MODELS)).to_numpy(),
+             lambda i: f"unknown application {app.iloc[i]!r}; known: {', '.join(sorted(MODELS))}", path, "application", off)
     reps = _io.numbers(raw, "num_replicas", path, off, integer=True, min_value=1)
     bsz = _io.numbers(raw, "batch_size", path, off, integer=True, min_value=1)
     local = np.maximum(1, bsz.astype(np.int64) // reps.astype(np.int64))

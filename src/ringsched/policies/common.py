@@ -180,7 +180,12 @@ def allocate_in_order_fast(order: Sequence[tuple[JobState, int]], nodes: Nodes,
             p = None
         else:
             s = fit.single(w)
-            p = (s,) * w if s is not None else consolidated(w, np.asarray(fit.free), rack)
+            if s is not None:
+                p = (s,) * w
+            elif rack is None:
+                p = fit.fewest(w)
+            else:
+                p = consolidated(w, np.asarray(fit.free), rack)
         if p is None:
             blocked = not preemptive and not backfill
             continue
@@ -191,9 +196,9 @@ def allocate_in_order_fast(order: Sequence[tuple[JobState, int]], nodes: Nodes,
 
 
 class _BestFit:
-    """Free GPUs per server bucketed by count: ``consolidated``'s one-server case (the fullest
-    server that can host the ring, lowest index on ties) without numpy, for long queues of
-    small jobs."""
+    """Free GPUs per server bucketed by count: ``consolidated`` without racks (one server: the
+    fullest that can host the ring; else the fewest servers, most free first; lowest index on
+    ties) without numpy, for long queues of small jobs."""
 
     def __init__(self, free: np.ndarray):
         self.free = [int(x) for x in free]
@@ -208,6 +213,18 @@ class _BestFit:
             if b[c]:
                 return b[c][0]
         return None
+
+    def fewest(self, w: int) -> Placement:
+        """``w`` workers (at most the free total) on the servers with the most free GPUs."""
+        take: list[tuple[int, int]] = []
+        for c in range(len(self.buckets) - 1, 0, -1):
+            for s in self.buckets[c]:
+                n = min(c, w)
+                take.append((s, n))
+                w -= n
+                if w == 0:
+                    return tuple(s for s, n in sorted(take) for _ in range(n))
+        raise ValueError("more workers than free GPUs")
 
     def take(self, placement: Placement) -> None:
         counts: dict[int, int] = {}

@@ -321,6 +321,7 @@ def compare(
     out: Path = typer.Option(..., "--out", help="Folder for summary.csv, jobs.parquet, timeline.parquet, "
                              "placements.parquet and report.html."),
     vc: str = w.VcOpt,
+    skip_bad_rows: bool = w.SkipBadRowsOpt,
     window: str = w.WindowOpt,
     limit: int = w.LimitOpt,
     rigid: bool = w.RigidOpt,
@@ -340,7 +341,9 @@ def compare(
     objective = w.check_objective(objective)
     sim_kwargs = w.sim_config_kwargs(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
                                      mttr=mttr, contention=contention, horizon_s=horizon_s)
-    wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid)
+    wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,
+                         skip_bad_rows=skip_bad_rows)
+    wl.report_bad_rows(err)
     n_workers = default_workers(len(names), workers)
     err.print(f"{len(names)} policies on {len(wl.jobs)} jobs of {trace}, cluster {wl.cluster.describe()}, "
               f"{n_workers} worker processes")

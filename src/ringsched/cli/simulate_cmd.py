@@ -69,6 +69,7 @@ def simulate(
     policy: str = typer.Option("fifo", "--policy", help="Policy name (ringsched policies lists them)."),
     seed: int = w.SeedOpt,
     vc: str = w.VcOpt,
+    skip_bad_rows: bool = w.SkipBadRowsOpt,
     window: str = w.WindowOpt,
     limit: int = w.LimitOpt,
     rigid: bool = w.RigidOpt,
@@ -96,7 +97,9 @@ def simulate(
                         mttr_h=mttr, contention=contention, seed=seed, horizon_s=horizon_s)
     except ValueError as e:
         raise InputError(str(e), field="options") from None
-    wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid)
+    wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,
+                         skip_bad_rows=skip_bad_rows)
+    wl.report_bad_rows(Console(stderr=True))
     bar = LazyProgress(f"{policy}", len(wl.jobs))
     try:
         result = run_with_objective(obj, wl.jobs, wl.cluster, policy, cfg, progress=bar)

@@ -30,8 +30,9 @@ RAY_OBJECT_STORE_BYTES = 128 * 1024 * 1024  # a local Ray instance only moves sm
 
 # ------------------------------------------------------------------------------ one cell
 @functools.lru_cache(maxsize=8)
-def _workload(trace: str, cluster: str, vc, window, limit, seed: int, rigid: bool):
-    return w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid)
+def _workload(trace: str, cluster: str, vc, window, limit, seed: int, rigid: bool, skip_bad_rows: bool = False):
+    return w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,
+                           skip_bad_rows=skip_bad_rows)
 
 
 def scale_arrivals(jobs, load: float) -> list:
@@ -50,7 +51,7 @@ def run_cell(cell: dict) -> dict:
 
     t0 = time.perf_counter()
     wl = _workload(cell["trace"], cell["cluster"], cell.get("vc"), cell.get("window"), cell.get("limit"),
-                   int(cell["seed"]), bool(cell.get("rigid", False)))
+                   int(cell["seed"]), bool(cell.get("rigid", False)), bool(cell.get("skip_bad_rows", False)))
     jobs = scale_arrivals(wl.jobs, float(cell["load"]))
     _post("start", cell["key"], len(jobs))
     res = run_with_objective(cell.get("objective", "jct"), jobs, wl.cluster, cell["policy"],
@@ -188,6 +189,7 @@ def sweep(
     confidence: float = typer.Option(0.95, "--confidence", min=0.5, max=0.999,
                                      help="Confidence level of the intervals across seeds."),
     vc: str = w.VcOpt,
+    skip_bad_rows: bool = w.SkipBadRowsOpt,
     window: str = w.WindowOpt,
     limit: int = w.LimitOpt,
     rigid: bool = w.RigidOpt,
@@ -219,8 +221,10 @@ def sweep(
     sim_kwargs = w.sim_config_kwargs(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
                                      mttr=mttr, contention=contention, horizon_s=horizon_s)
     # validate the inputs here, once, so bad input is one line and exit 2 before any worker starts
-    for cl in clusters:
-        _workload(trace, cl, vc, window, limit, seed_list[0], rigid)
+    for i, cl in enumerate(clusters):
+        wl = _workload(trace, cl, vc, window, limit, seed_list[0], rigid, skip_bad_rows)
+        if i == 0:
+            wl.report_bad_rows(err)
     cells = []
     for cl in clusters:
         for load in load_list:
@@ -228,7 +232,7 @@ def sweep(
                 for p in names:
                     cells.append({"key": f"{cl}|{load:g}|{s}|{p}", "trace": trace, "cluster": cl, "load": load,
                                   "seed": s, "policy": p, "objective": objective, "vc": vc, "window": window,
-                                  "limit": limit, "rigid": rigid, "sim": sim_kwargs})
+                                  "limit": limit, "rigid": rigid, "skip_bad_rows": skip_bad_rows, "sim": sim_kwargs})
     err.print(f"{len(cells)} cells: {len(clusters)} clusters x {len(load_list)} loads x {len(seed_list)} seeds x "
               f"{len(names)} policies, engine {engine}")
     if engine == "ray":

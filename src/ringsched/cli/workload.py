@@ -20,6 +20,9 @@ WindowOpt = typer.Option(None, "--window", help="START:END, submission-time wind
 LimitOpt = typer.Option(None, "--limit", min=1, help="Keep the first N jobs by arrival.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the synthetic trace, the model mapping and failures.")
 RigidOpt = typer.Option(False, "--rigid", help="Pin every job to its requested GPUs (default: elastic 1..requested).")
+SkipBadRowsOpt = typer.Option(False, "--skip-bad-rows",
+                              help="Leave out trace rows that fail a check, and count them, instead of stopping "
+                                   "at the first.")
 
 
 @dataclass
@@ -28,20 +31,29 @@ class Workload:
     cluster: Cluster
     jobs: list[Job]
     dropped: int
+    bad_rows: int = 0  # rows left out by --skip-bad-rows
+    bad_row_examples: tuple[str, ...] = ()
+
+    def report_bad_rows(self, console) -> None:
+        """One line on ``console`` (stderr) when --skip-bad-rows left rows out."""
+        if self.bad_rows:
+            console.print(f"skipped {self.bad_rows:,} bad trace row(s); first: {self.bad_row_examples[0]}",
+                          markup=False, highlight=False, soft_wrap=True)
 
 
 def load_workload(trace: str, cluster: str, *, vc: str | None, window: str | None, limit: int | None,
-                  seed: int, rigid: bool) -> Workload:
+                  seed: int, rigid: bool, skip_bad_rows: bool = False) -> Workload:
     from ringsched.traces import load_trace, parse_window
     from ringsched.traces.convert import to_jobs
 
     cl = load_cluster(cluster)
     win = parse_window(window) if window else None
-    frame = load_trace(trace, vc=vc, window=win, limit=limit, seed=seed)
+    frame = load_trace(trace, vc=vc, window=win, limit=limit, seed=seed, skip_bad_rows=skip_bad_rows)
     jobs = to_jobs(frame, cl, seed=seed, elastic=not rigid, source=trace)
     if not jobs:
         raise InputError("the trace has no jobs after filtering", field="trace")
-    return Workload(trace, cl, jobs, int(frame.attrs.get("dropped", 0) or 0))
+    return Workload(trace, cl, jobs, int(frame.attrs.get("dropped", 0) or 0), int(frame.attrs.get("bad_rows", 0)),
+                    tuple(frame.attrs.get("bad_row_examples", ())))
 
 
 # --- Options shared by the commands that run the simulator (compare, sweep). -----------------

@@ -29,7 +29,7 @@ from typing import Callable
 import pandas as pd
 
 from ringsched.errors import InputError
-from ringsched.traces import alibaba, elasticflow, gavel, itp, philly, pollux, synthetic
+from ringsched.traces import _io, alibaba, elasticflow, gavel, itp, philly, pollux, synthetic
 from ringsched.traces.schema import COLUMNS, validate
 
 Loader = Callable[[str, int], pd.DataFrame]
@@ -99,12 +99,14 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def load_trace(spec: str, *, vc: str | None = None, window: tuple[float, float] | None = None,
-               limit: int | None = None, seed: int = 0) -> pd.DataFrame:
+               limit: int | None = None, seed: int = 0, skip_bad_rows: bool = False) -> pd.DataFrame:
     """Load a trace (``FORMAT:ARG``), filter it (vc, then window, then limit) and re-base
-    arrivals to the first remaining job. ``seed`` only matters for ``synthetic``."""
+    arrivals to the first remaining job. ``seed`` only matters for ``synthetic``. With
+    ``skip_bad_rows`` a row that fails a check is left out and counted (attrs ``bad_rows``,
+    ``bad_row_examples``) instead of stopping the load."""
     fmt, arg = split_spec(spec)
     loader, _ = FORMATS[fmt]
-    df = loader(arg, seed)
+    df = _io.skipping_bad_rows(lambda: loader(arg, seed)) if skip_bad_rows else loader(arg, seed)
     attrs = dict(df.attrs)
     loaded = len(df)
     span = float(df["arrival_s"].max()) if loaded else 0.0

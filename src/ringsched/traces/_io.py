@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import re
 import warnings
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +23,83 @@ from ringsched.errors import InputError
 from ringsched.traces import schema
 
 
+class BadRows:
+    """``--skip-bad-rows``: the data rows of each file that failed a check, with why.
+
+    A load under ``skipping_bad_rows`` runs the loader again and again: each failed check
+    (``fail``) records every row it flags, by its row number in the file, and raises as usual;
+    the next run's ``read_table`` leaves those rows out. Each run removes every row one check
+    flags, so a load takes at most one run per distinct check. Problems of a whole file
+    (missing column, unreadable text) are not rows to skip and still stop the load.
+    """
+
+    def __init__(self) -> None:
+        self.drop: dict[str, dict[int, str]] = {}  # file -> row -> "field: message"
+        self.kept: dict[str, np.ndarray] = {}  # file -> file row number of each row read
+        self.recorded = False  # the last run recorded new rows
+
+    def record(self, file: str, rows: np.ndarray, field: str, text: str) -> None:
+        bad = self.drop.setdefault(file, {})
+        for r in rows.tolist():
+            bad.setdefault(int(r), f"{field}: {text}")
+        self.recorded = True
+
+    @property
+    def count(self) -> int:
+        return sum(len(v) for v in self.drop.values())
+
+    def examples(self, n: int = 3) -> list[str]:
+        """The first ``n`` skipped rows as "file, row R, field: message"."""
+        out = [f"{f}, row {r}, {why}" for f in sorted(self.drop) for r, why in sorted(self.drop[f].items())]
+        return out[:n]
+
+
+_BAD_ROWS: ContextVar[BadRows | None] = ContextVar("ringsched_bad_rows", default=None)
+
+
+def skipping_bad_rows(load: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """``load()`` with rows that fail a check left out; the frame's attrs say how many
+    (``bad_rows``) and show the first few (``bad_row_examples``)."""
+    bad = BadRows()
+    token = _BAD_ROWS.set(bad)
+    try:
+        while True:
+            bad.recorded = False
+            try:
+                df = load()
+                break
+            except InputError:
+                if not bad.recorded:
+                    raise  # not a row that can be left out
+    finally:
+        _BAD_ROWS.reset(token)
+    df.attrs.update(bad_rows=bad.count, bad_row_examples=bad.examples())
+    return df
+
+
+def file_rows(file: Path, n: int, offset: int) -> np.ndarray:
+    """The file row number of each of the ``n`` rows read (rows left out are skipped)."""
+    bad = _BAD_ROWS.get()
+    kept = bad.kept.get(str(file)) if bad is not None else None
+    return kept if kept is not None and len(kept) == n else np.arange(n) + offset
+
+
 def first(mask) -> int:
     return int(np.flatnonzero(np.asarray(mask, dtype=bool))[0])
 
 
 def fail(mask, message, file: Path, field: str, offset: int) -> None:
-    """Raise InputError at the first True of ``mask``; ``message`` may be a callable(i)."""
+    """Raise InputError at the first True of ``mask``; ``message`` may be a callable(i).
+    Under ``skipping_bad_rows`` every flagged row is recorded first, to be left out."""
     mask = np.asarray(mask, dtype=bool)
     if mask.any():
         i = first(mask)
         text = message(i) if callable(message) else message
-        raise InputError(text, file=str(file), row=i + offset, field=field)
+        rows = file_rows(file, mask.size, offset)
+        bad = _BAD_ROWS.get()
+        if bad is not None:
+            bad.record(str(file), rows[mask], field, text)
+        raise InputError(text, file=str(file), row=int(rows[i]), field=field)
 
 
 def require_file(path: Path, *, suffix_hint: str = "") -> Path:
@@ -107,6 +175,17 @@ def read_table(path: Path, required: list[str], *, text: tuple[str, ...] = (), s
             i = first(short)
             raise InputError(f"expected {n_fields} tab-separated fields", file=str(path), row=i + 1,
                              field=next(c for c in names if pd.isna(df[c].iloc[i])))
+    bad = _BAD_ROWS.get()
+    if bad is not None:  # --skip-bad-rows: leave out the rows an earlier run flagged
+        rows = np.arange(len(df)) + (1 if names is not None else 2)
+        skip = bad.drop.get(str(path))
+        if skip:
+            keep = ~np.isin(rows, np.fromiter(skip, dtype=np.int64))
+            df, rows = df[keep].reset_index(drop=True), rows[keep]
+            if len(df) == 0:
+                raise InputError(f"every data row is bad ({len(skip)} skipped; first: row {min(skip)}, "
+                                 f"{skip[min(skip)]})", file=str(path))
+        bad.kept[str(path)] = rows
     if len(df) == 0:
         raise InputError("file has a header but no data rows", file=str(path))
     return df
@@ -235,12 +314,19 @@ def combine(parts: list[Part], source: Path, *, fmt: str, id_field: str = "job_i
     df = concat([p.df for p in parts])
     dup = df["job_id"].duplicated().to_numpy()
     if dup.any():
-        i = first(dup)
         starts = np.cumsum([0] + [len(p.df) for p in parts])
+        what = f"duplicate job id {df['job_id'].iloc[first(dup)]!r} (also in an earlier row or file)"
+        bad = _BAD_ROWS.get()
+        for k, part in enumerate(parts):  # each repeat is a bad row of its own file
+            mine = dup[starts[k]:starts[k + 1]]
+            if mine.any():
+                if bad is not None:
+                    bad.record(str(part.path), part.rows[mine], id_field, "duplicate job id")
+                else:
+                    break
+        i = first(dup)
         k = int(np.searchsorted(starts, i, side="right") - 1)
-        part = parts[k]
-        raise InputError(f"duplicate job id {df['job_id'].iloc[i]!r} (also in an earlier row or file)",
-                         file=str(part.path), row=int(part.rows[i - starts[k]]), field=id_field)
+        raise InputError(what, file=str(parts[k].path), row=int(parts[k].rows[i - starts[k]]), field=id_field)
     if len(df):
         df["arrival_s"] = df["arrival_s"] - df["arrival_s"].min()
     dropped: dict[str, int] = {}

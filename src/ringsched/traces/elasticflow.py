@@ -79,7 +79,7 @@ def parse(raw: pd.DataFrame, path: Path, tenant: str) -> _io.Part:
     df = _io.frame(job_id=ids.to_numpy()[keep], arrival_s=t[keep], num_gpus=gpus[keep],
                    duration_s=dur[keep], tenant=tenant,
                    model=name.map(MODELS).to_numpy(dtype=object)[keep], local_bsz=local[keep])
-    rows = (np.arange(len(raw)) + off)[keep]
+    rows = _io.file_rows(path, len(raw), off)[keep]
     return _io.Part(df, rows, path, {"zero duration": int((~keep).sum())})
 
 

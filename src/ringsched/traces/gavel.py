@@ -57,7 +57,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ringsched.errors import InputError
 from ringsched.traces import _io
 
 FIELDS = ["job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time",
@@ -96,18 +95,15 @@ def _read_file(path: Path) -> _io.Part:
     model = fam.map({k: v[0] for k, v in MODELS.items()})
     default = fam.map({k: v[1] for k, v in MODELS.items()})
     bsz = pd.to_numeric(parts["bsz"], errors="coerce").fillna(default)
-    bad = (model.isna() | bsz.isna()).to_numpy()
-    if bad.any():
-        i = _io.first(bad)
-        raise InputError(f"unknown Gavel job type {jt.iloc[i]!r}; known: "
-                         f"{', '.join(k + ('' if v[1] else ' (batch size N)') for k, v in MODELS.items())}",
-                         file=str(path), row=i + off, field="job_type")
+    known = ", ".join(k + ("" if v[1] else " (batch size N)") for k, v in MODELS.items())
+    _io.fail((model.isna() | bsz.isna()).to_numpy(), lambda i: f"unknown Gavel job type {jt.iloc[i]!r}; known: {known}",
+             path, "job_type", off)
     steps = _io.numbers(raw, "total_steps", path, off, integer=True, min_value=1)
     t = _io.numbers(raw, "arrival_time", path, off, min_value=0)
     gpus = _io.numbers(raw, "scale_factor", path, off, integer=True, min_value=1)
     bsz_v = bsz.to_numpy(dtype=float)
     vc = path.stem
-    rows = np.arange(len(raw)) + off
+    rows = _io.file_rows(path, len(raw), off)
     ids = (vc + "-" + pd.Series(rows).astype(str)).to_numpy()
     df = _io.frame(job_id=ids, arrival_s=t, num_gpus=gpus, work_samples=steps * bsz_v, tenant=vc,
                    model=model.to_numpy(dtype=object), local_bsz=bsz_v.astype(np.int64))

@@ -51,7 +51,7 @@ def _parse_raw(raw: pd.DataFrame, path: Path, tenant: str) -> _io.Part:
     keep = dur > 0
     df = _io.frame(job_id=ids.to_numpy()[keep], arrival_s=t[keep], num_gpus=gpus[keep],
                    duration_s=dur[keep], tenant=tenant)
-    return _io.Part(df, (np.arange(len(raw)) + off)[keep], path, {"zero duration": int((~keep).sum())})
+    return _io.Part(df, _io.file_rows(path, len(raw), off)[keep], path, {"zero duration": int((~keep).sum())})
 
 
 def read_part(path: Path) -> tuple[_io.Part, str]:

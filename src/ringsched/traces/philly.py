@@ -42,7 +42,7 @@ def read(path: Path) -> pd.DataFrame:
     tenant = _io.strings(raw, "cluster", path, off, required=False)
 
     arrival = (ts - ts.min()).dt.total_seconds().to_numpy(dtype=float)
-    rows = np.arange(len(raw)) + off
+    rows = _io.file_rows(path, len(raw), off)
     keep = duration > 0
     job_id = "philly-" + pd.Series(rows[keep]).astype(str)
     df = _io.frame(job_id=job_id, arrival_s=arrival[keep], num_gpus=gpus[keep],

@@ -12,6 +12,11 @@ import pandas as pd
 from ringsched.simulator.metrics import summarize
 
 
+# Summary fields that time the machine, not the run: the only ones that differ between two runs
+# with the same inputs and seed (everything else, and every table, is byte-identical).
+WALL_CLOCK_FIELDS = ("wall_s", "sim_wall_s", "jobs_per_s", "mean_decision_ms")
+
+
 @dataclass
 class SimResult:
     jobs: pd.DataFrame  # one row per job (docs/metrics.md lists the columns)

@@ -3,10 +3,12 @@
     python benchmarks/simulate_speed.py [--policies fifo,srtf,...] [--quick]
 
 Runs, each in a fresh process (so peak memory is per run):
-* the full Philly trace (82,247 jobs) on 64x8, every policy: wall s, peak RSS, jobs/s;
 * the 160-job Pollux workload-1 on 16x4 (Pollux's testbed size), every policy;
-* Philly limited to 1k / 10k / 82k jobs with fifo, to show how wall time grows with size.
-Needs ../shared (skips with a message otherwise). Ratios are against fifo in the same run.
+* the full Philly trace (82,247 jobs) on 64x8, every policy: wall s (trace load included),
+  peak RSS, jobs/s; a run over ``--timeout`` seconds is stopped and reported as such;
+* how wall time grows with trace size: Philly's first 1k and 10k jobs and all 82k, per policy.
+Needs ../shared (skips with a message otherwise). Ratios are against the first policy in the
+same run (fifo by default).
 """
 
 from __future__ import annotations
@@ -43,9 +45,12 @@ print(json.dumps({"jobs": s["jobs"], "completed": s["completed"], "load_s": t1 -
 """
 
 
-def run(trace: str, cluster: str, policy: str, limit: int = 0) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, trace, cluster, policy, str(limit)],
-                         capture_output=True, text=True, cwd=ROOT)
+def run(trace: str, cluster: str, policy: str, limit: int = 0, timeout_s: float | None = None) -> dict:
+    try:
+        out = subprocess.run([sys.executable, "-c", CHILD, trace, cluster, policy, str(limit)],
+                             capture_output=True, text=True, cwd=ROOT, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"stopped after {timeout_s:g} s"}
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"rc {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -55,12 +60,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--policies", default=None)
     ap.add_argument("--quick", action="store_true", help="skip the full-trace runs")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run before it is stopped")
     args = ap.parse_args()
     if not PHILLY.exists():
         print(f"skipped: {PHILLY} not found (needs ../shared)")
         return
     from ringsched.policies import policy_names
-    pols = args.policies.split(",") if args.policies else policy_names()
+    pols = args.policies.split(",") if args.policies else ["fifo"] + [p for p in policy_names() if p != "fifo"]
     print("== Pollux workload-1 (160 jobs) on 16x4")
     base = None
     for p in pols:
@@ -68,24 +74,29 @@ def main() -> None:
         base = base or r.get("sim_s")
         print(f"  {p:9s} " + (r["error"] if "error" in r else
               f"sim {r['sim_s']:6.3f} s  total {r['wall_s']:5.2f} s  ratio-to-{pols[0]} {r['sim_s'] / base:5.2f}"))
-    print("== Philly scaling with fifo on 64x8")
-    for n in (1000, 10000, 0):
-        r = run(f"philly:{PHILLY}", "64x8", "fifo", n)
-        print(f"  {n or 82247:6d} jobs: " + (r.get("error") or
-              f"sim {r['sim_s']:6.2f} s  {r['jobs'] / r['sim_s']:9.0f} jobs/s  peak {r['peak_mib']:.0f} MiB"))
-    if args.quick:
-        return
-    print("== Full Philly (82,247 jobs) on 64x8, every policy")
-    base = None
+    full = {}
+    if not args.quick:
+        print("== Full Philly (82,247 jobs) on 64x8, every policy")
+        base = None
+        for p in pols:
+            r = full[p] = run(f"philly:{PHILLY}", "64x8", p, timeout_s=args.timeout)
+            if "error" in r:
+                print(f"  {p:9s} {r['error']}")
+                continue
+            base = base or r["wall_s"]
+            print(f"  {p:9s} wall {r['wall_s']:6.1f} s (load {r['load_s']:.1f})  {r['jobs'] / r['sim_s']:7.0f} jobs/s  "
+                  f"peak {r['peak_mib']:6.0f} MiB  decisions {r['decisions']:6d}  {r['mean_decision_ms']:.2f} ms each  "
+                  f"ratio {r['wall_s'] / base:4.2f}  completed {r['completed']}", flush=True)
+    print("== Philly scaling on 64x8: simulation seconds (jobs/s) by trace size")
+    sizes = (1000, 10000) + (() if args.quick else (0,))
+    print("  " + f"{'policy':9s}" + "".join(f"{n or 82247:>22,d}" for n in sizes))
     for p in pols:
-        r = run(f"philly:{PHILLY}", "64x8", p)
-        if "error" in r:
-            print(f"  {p:9s} {r['error']}")
-            continue
-        base = base or r["wall_s"]
-        print(f"  {p:9s} wall {r['wall_s']:6.1f} s (load {r['load_s']:.1f})  {r['jobs'] / r['sim_s']:7.0f} jobs/s  "
-              f"peak {r['peak_mib']:6.0f} MiB  decisions {r['decisions']:6d}  {r['mean_decision_ms']:.2f} ms each  "
-              f"ratio {r['wall_s'] / base:4.2f}  completed {r['completed']}")
+        cells = []
+        for n in sizes:
+            r = full[p] if n == 0 else run(f"philly:{PHILLY}", "64x8", p, n, timeout_s=args.timeout)
+            cells.append(f"{r['error'][:21]:>22}" if "error" in r else
+                         f"{r['sim_s']:9.2f} s ({r['jobs'] / r['sim_s']:7.0f})")
+        print(f"  {p:9s}" + "".join(cells), flush=True)
 
 
 if __name__ == "__main__":

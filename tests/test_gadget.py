@@ -163,3 +163,28 @@ def test_top_up_waits_when_a_restart_cannot_pay():
     g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1), 1)
     assert g.optimize([a], n0, {})["j0"] == (0, 0)
     assert Gadget(top_up=False).p.top_up is False
+
+
+def test_a_plan_starting_now_stays_where_its_job_already_runs():
+    c = parse_spec("3x4")
+    g = Gadget(top_up=False)
+    a = JobState(job(0, 0.0, 2, 3600, c), 0, 3600.0)
+    n1 = nodes(c, 300.0)
+    g._ensure(n1, [a])
+    g._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1), 3)  # planned on server 1 from slot 1
+    out = g.optimize([a], n1, {"j0": (0, 0)})  # it already runs on lent GPUs of server 0
+    assert out["j0"] == (0, 0) and g.plans["j0"].segments == [(1, 10, (0, 0))]
+    used = g.ledger.window(1, 10)[0]
+    assert (used[0] == 2).all() and (used[1] == 0).all()  # the reservation moved with it
+    # when its servers are committed to others in the segment, the job moves to its plan
+    g2 = Gadget(top_up=False)
+    g2._ensure(n1, [a])
+    g2._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1), 3)
+    g2._commit("other", Plan([(5, 8, (0, 0, 0))], 2400.0, 1.0, 0.1), 3)
+    b = JobState(job(1, 0.0, 3, 3600, c), 1, 3600.0)
+    assert g2.optimize([a, b], n1, {"j0": (0, 0)})["j0"] == (1, 1)
+    # and a different shape (a ring over two servers) is not a place to stay
+    g3 = Gadget(top_up=False)
+    g3._ensure(n1, [a])
+    g3._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1), 3)
+    assert g3.optimize([a], n1, {"j0": (0, 2)})["j0"] == (1, 1)

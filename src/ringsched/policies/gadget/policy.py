@@ -439,10 +439,37 @@ class Gadget(Policy):
         for jid, plan in self.plans.items():
             pl = plan.at(slot)
             if pl:
+                prev = previous_allocations.get(jid, ())
+                if prev and prev != pl and len(prev) == len(pl):
+                    pl = self._stay_put(plan, slot, prev, nodes)
                 out[jid] = pl
         if self.p.work_conserving:
             self._lend(jobs, nodes, slot, out, previous_allocations)
         return out
+
+    def _stay_put(self, plan: Plan, slot: int, prev: tuple, nodes: Nodes) -> tuple:
+        """A plan segment that starts now moves to where its job already runs (on lent GPUs,
+        or its previous segment's servers) when that placement has the same shape and is free
+        in the ledger for the whole segment: the job keeps running instead of restarting.
+        Only the job's own reservation moves; the placement the job gets is returned."""
+        i = next((k for k, (a, _, _) in enumerate(plan.segments) if a == slot), None)
+        if i is None:
+            return plan.at(slot)
+        a, z, pl = plan.segments[i]
+        if nodes.speed.shape(prev) != nodes.speed.shape(pl):
+            return pl
+        S = nodes.cluster.num_servers
+        old_g, old_b = self._usage(pl, S)
+        new_g, new_b = self._usage(prev, S)
+        used_g, used_b = self.ledger.window(a, z)
+        more_g, more_b = new_g > old_g, new_b > old_b  # only where the job would take more
+        if np.all(used_g[more_g] + (new_g - old_g)[more_g, None] <= nodes.capacity[more_g, None]) and \
+                np.all(used_b[more_b] + (new_b - old_b)[more_b, None] <= 1.0 + 1e-9):
+            self.ledger.add_range(a, z, old_g, old_b, sign=-1)
+            self.ledger.add_range(a, z, new_g, new_b)
+            plan.segments[i] = (a, z, prev)
+            return prev
+        return pl
 
     def wakeup_s(self, now_s: float, slot_s: float) -> float | None:
         """The next slot in which a committed plan runs (the simulator must not stop before)."""

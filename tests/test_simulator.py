@@ -242,3 +242,14 @@ def test_same_seed_gives_byte_identical_files(tmp_path, cli, policy):
             assert ja == jb, f
         else:
             assert a == b, f
+
+
+def test_simulate_json_has_the_summary_fields_issue_3_names(cli):
+    code, out, err = cli("simulate", "--trace", "synthetic:40", "--cluster", "2x8", "--policy", "srtf", "--json")
+    assert code == 0, err
+    s = json.loads(out)
+    for k in ("policy", "jobs", "completed", "mean_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "total_utility",
+              "gpu_utilization", "energy_kwh", "worst_ftf_rho", "preemptions", "wall_s"):
+        assert k in s, k
+    assert s["policy"] == "srtf" and s["jobs"] == 40 and s["completed"] == 40
+    assert 0 < s["gpu_utilization"] <= 1 and s["p50_jct_s"] <= s["p99_jct_s"] and s["energy_kwh"] > 0

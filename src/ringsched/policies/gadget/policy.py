@@ -15,9 +15,9 @@ The contract (design brief, section 4; theory in docs/theory.md):
    ``top_up``), without touching any commitment.
 
 A committed plan is never broken by GADGET: each slot it returns the committed placement of
-every planned job, or a superset of it when idle GPUs are lent on top. Plans end early when a job finishes early (its later
-reservations are released), and a job that falls behind its plan (a restart cost, a failed
-server) gets a new plan for what is left.
+every planned job, or a superset of it when idle GPUs are lent on top. Plans end early when a
+job finishes early (its later reservations are released), and a job that falls behind its
+plan (a restart cost, a failed server) gets a new plan for what is left.
 """
 
 from __future__ import annotations
@@ -367,14 +367,11 @@ class Gadget(Policy):
         plan = self.plans.pop(jid, None)
         if plan is None:
             return
-        self._unreserve(plan, from_slot, S)
-        self.epoch += 1
-
-    def _unreserve(self, plan: Plan, from_slot: int, S: int) -> None:
         for a, z, pl in plan.segments:
             if z > from_slot:
                 counts, bw = self._usage(pl, S)
                 self.ledger.add_range(max(a, from_slot), z, counts, bw, sign=-1)
+        self.epoch += 1
 
     def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
         h = self.horizon.get(js.job_id)

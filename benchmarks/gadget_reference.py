@@ -10,6 +10,10 @@ total utility, mean / p99 JCT and wall time, and the ratios GADGET / best baseli
 utility (target > 1) and mean JCT (target <= 1). The best baseline is the best of fifo, srtf,
 drf, tiresias, optimus, themis, sjf-bco and oasis on that column. A run over ``--timeout``
 seconds is stopped and reported. ``--limit N`` keeps each trace's first N jobs (quick looks).
+Also printed: an upper bound on any policy's total utility in this simulator, every job alone
+from the first slot boundary after its arrival at its fastest worker count (consolidated),
+with no restart; on a lightly loaded workload the baselines can reach it, and then no policy
+can beat them by more than the gap.
 
     python benchmarks/gadget_reference.py [--workloads synthetic,ee9e8c,cluster04] [--timeout 3600]
 """
@@ -43,6 +47,23 @@ def run(trace: str, cluster: str, vc: str | None, limit: int | None, policy: str
             "mean_jct_h": s["mean_jct_s"] / 3600, "p99_jct_h": s["p99_jct_s"] / 3600, "wall_s": time.perf_counter() - t0}
 
 
+def upper_bound(trace: str, cluster: str, vc: str | None, limit: int | None, slot_s: float = 300.0) -> float:
+    import math
+
+    from ringsched.cli.workload import load_workload
+    from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
+
+    wl = load_workload(trace, cluster, vc=vc, window=None, limit=limit, seed=0, rigid=False)
+    sp, gps = SpeedModel(wl.cluster), int(wl.cluster.gpus.max())
+    total = 0.0
+    for j in wl.jobs:
+        rate = max(sp.throughput_sps(j.model, j.local_bsz, consolidated_shape(w, gps))
+                   for w in range(j.min_workers, min(j.max_workers, wl.cluster.total_gpus) + 1))
+        start = math.ceil(j.arrival_s / slot_s - 1e-9) * slot_s
+        total += float(j.utility(start + j.work_samples / rate - j.arrival_s))
+    return total
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default="synthetic,ee9e8c,cluster04")
@@ -58,6 +79,8 @@ def main() -> None:
             print(f"== {name}: skipped ({SHARED} not found)")
             continue
         print(f"== {name}: {trace}{' --vc ' + vc if vc else ''} on {cluster}", flush=True)
+        print(f"  upper bound on total utility (every job alone from its first slot): "
+              f"{upper_bound(trace, cluster, vc, a.limit):.1f}", flush=True)
         rows = {}
         with cf.ProcessPoolExecutor(a.workers, mp_context=mp.get_context("spawn")) as ex:
             futs = {ex.submit(run, trace, cluster, vc, a.limit, p): p for p in pols}

@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo table test bench clean
+.PHONY: demo table test clean
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,6 @@ table: $(STAMP)
 test: $(STAMP)
 	sh scripts/install_chromium.sh
 	$(VENV)/bin/python -m pytest
-
-bench: $(STAMP)
-	$(VENV)/bin/python benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -188,3 +188,27 @@ def test_a_plan_starting_now_stays_where_its_job_already_runs():
     g3._ensure(n1, [a])
     g3._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1), 3)
     assert g3.optimize([a], n1, {"j0": (0, 2)})["j0"] == (1, 1)
+
+
+def test_one_server_rings_pack_onto_the_fullest_server_within_the_slack():
+    """Cheapest-first embedding puts a small ring on the emptiest server (fragmentation); with
+    ``pack_slack`` it goes to the fullest server that hosts it while the extra cost stays within
+    the slack x its utility, keeping a whole server for a wide ring."""
+    c = parse_spec("3x8")
+    a = JobState(job(0, 0.0, 2, 1800, c), 0, 1800.0)
+    others = [JobState(job(i, 0.0, 8, 15_000, c), i, 15_000.0) for i in (1, 2)]
+
+    def placed(**kw):
+        g = Gadget(L=1e-3, U=10.0, work_conserving=False, **kw)
+        g._ensure(nodes(c), [a])
+        g._commit("j1", Plan([(0, 50, (0,) * 5)], 15_000.0, 1.0, 0.1), 3)  # server 0: 5 of 8 busy
+        g._commit("j2", Plan([(0, 50, (1,) * 2)], 15_000.0, 1.0, 0.1), 3)  # server 1: 2 of 8 busy
+        return g.optimize([a, *others], nodes(c), {})["j0"], g
+
+    spread, _ = placed(pack_slack=0.0)
+    assert spread == (2, 2)  # the empty server is the cheapest
+    packed, g = placed()
+    assert packed == (0, 0)  # the fullest server that hosts the ring, server 2 stays whole
+    assert g.ledger.window(0, 1)[0][:, 0].tolist() == [7, 2, 0]
+    tight, _ = placed(pack_slack=1e-9)
+    assert tight == (2, 2)  # no budget for the extra price: cheapest

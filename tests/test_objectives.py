@@ -248,3 +248,25 @@ def test_engine_stop_rule_directly():
     assert row.gpu_s == pytest.approx(8 * 1500.0)
     plain = Simulator([j], c, __import__("ringsched.policies", fromlist=["make_policy"]).make_policy("fifo")).run()
     assert not bool(plain.jobs.iloc[0].stopped_early)
+
+
+def test_sigmoid_inverse_gives_the_jct_of_a_utility_level():
+    """GADGET's plan horizon uses the closed-form inverse of the sigmoid (no bisection)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=200, deadline=None)
+    @given(run_s=st.floats(1.0, 1e6), gpus=st.integers(1, 128), share=st.floats(1e-4, 0.999))
+    def check(run_s, gpus, share):
+        u = jct_utility(run_s, gpus)
+        v = share * u.max_value
+        t = u.jct_at_value(v)
+        assert t >= 0
+        if t > 0:
+            assert float(u(t)) == pytest.approx(v, rel=1e-6)
+        else:
+            assert float(u(0.0)) <= v * (1 + 1e-9)
+
+    check()
+    u = jct_utility(100.0, 1)
+    assert u.jct_at_value(0.0) == math.inf and u.jct_at_value(u.value) == 0.0

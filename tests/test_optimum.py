@@ -159,6 +159,17 @@ def test_gadget_ratio_at_least_its_bound(inst):
         f = run_gadget(inst, variant, theorem_parameters(inst, "quantised"))
         assert f.utility <= opt.utility * (1 + REL) + 1e-12
         assert all(o.beta_eff >= 1 for o in f.outcomes if o.beta_eff is not None)
+    # packing one-server rings within the slack: feasible, above its own (weaker) bound, and the
+    # dual certificate still bounds OPT (docs/theory.md, section 5, packing)
+    p = theorem_parameters(inst, "quantised")
+    for eps in (0.5, 4.0):
+        k = run_gadget(inst, "exact", p, pack_slack=eps)
+        verify(inst, {o.id: o.completion for o in k.outcomes if o.admitted},
+               {o.id: o.schedule for o in k.outcomes if o.admitted})
+        ratio = k.utility / opt.utility if opt.utility > 0 else 1.0
+        assert ratio >= (guaranteed_ratio(p.theta, 1.0, eps) if p.bound > 0 else 0.0) * (1 - REL)
+        assert opt.utility <= k.dual * (1 + REL) + 1e-12
+        assert all(o.cost <= o.utility - o.payoff + eps * o.utility + 1e-9 for o in k.outcomes if o.admitted)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -183,6 +194,8 @@ def test_guaranteed_ratio_formula():
     assert guaranteed_ratio(2.0) == pytest.approx(0.25)
     assert guaranteed_ratio(0.5) == pytest.approx(1 / 1.5)  # theta < 1: 1 / (1 + theta)
     assert guaranteed_ratio(2.0, beta=2.0) == pytest.approx(0.125)
+    assert guaranteed_ratio(2.0, pack_slack=1.0) == pytest.approx(1 / 6)  # (2 + eps) theta
+    assert guaranteed_ratio(0.5, pack_slack=1.0) == pytest.approx(1 / 2)  # 1 + (1 + eps) theta
 
 
 # ------------------------------------------------------------------ random instances
@@ -210,7 +223,8 @@ def test_random_instance_gadget_never_beats_the_optimum():
 
 # ------------------------------------------------------------------ the CLI
 KEYS = {"instances", "mean_ratio", "min_ratio", "bound", "violations", "mean_wall_s", "max_gap",
-        "fast_mean_ratio", "beta_observed_max", "contig_mean_ratio", "contig_beta_observed_max", "by_rule"}
+        "fast_mean_ratio", "beta_observed_max", "contig_mean_ratio", "contig_beta_observed_max", "by_rule",
+        "pack_slack", "packed_mean_ratio", "packed_bound", "packed_violations", "packed_dual_violations"}
 
 
 def _stable(d: dict) -> dict:
@@ -223,7 +237,7 @@ def test_cli_json_keys_and_determinism(cli):
     assert code == 0, err
     first = json.loads(out)
     assert KEYS <= set(first)
-    assert first["instances"] == 2 and first["violations"] == 0
+    assert first["instances"] == 2 and first["violations"] == 0 and first["packed_violations"] == 0
     assert 0 < first["min_ratio"] <= first["mean_ratio"] <= 1 + 1e-9
     code, out2, _ = cli(*args)
     assert code == 0 and _stable(json.loads(out2)) == _stable(first)

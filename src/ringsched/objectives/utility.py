@@ -33,6 +33,14 @@ class SigmoidUtility:
     def max_value(self) -> float:
         return float(self(0.0))
 
+    def jct_at_value(self, v: float) -> float:
+        """The JCT at which the utility has fallen to ``v`` (0 < v < value; inf if it never does)."""
+        if self.steepness_per_s <= 0 or v <= 0:
+            return float("inf")
+        if v >= self.value:
+            return 0.0
+        return max(0.0, self.target_jct_s + float(np.log(self.value / v - 1.0)) / self.steepness_per_s)
+
     def __call__(self, jct_s):
         x = np.clip(self.steepness_per_s * (np.asarray(jct_s, dtype=float) - self.target_jct_s), -700, 700)
         return self.value / (1.0 + np.exp(x))

@@ -14,7 +14,10 @@ For each of N random instances (``random_instance`` with the seed sequence [seed
    of each worker count of the trace-mode menu) and "contiguous" (the current trace-mode search:
    gap-free plans of one worker count, ``plan.best_contiguous``): their ratios, and at every
    arrival the beta the proof needs for them against the exact subroutine at the same prices
-   (docs/theory.md, section 8).
+   (docs/theory.md, section 8);
+4. "packed": the exact subroutine under the chosen rule with the trace-mode packing of
+   one-server rings (``pack_slack``, default the policy's): its ratio, its own bound
+   1 / max((2 + eps) theta, 1 + (1 + eps) theta), violations and dual violations.
 
 When the MILP stops at its time limit the ratio uses its upper bound (a conservative ratio) and
 the instance counts in ``not_optimal``.
@@ -32,6 +35,7 @@ import numpy as np
 from ringsched.optimum.discrete_gadget import ZETA_RULES, guaranteed_ratio, run_gadget, theorem_parameters
 from ringsched.optimum.instance import random_instance
 from ringsched.optimum.milp import solve
+from ringsched.policies.gadget.policy import GadgetParams
 
 REL = 1e-9  # relative tolerance of the comparisons
 
@@ -43,7 +47,7 @@ def _r(x: float, nd: int = 9):
 
 
 def check_instance(index: int, seed: int, *, rule: str = "quantised", time_limit_s: float = 60.0,
-                   max_jobs: int = 8, max_slots: int = 16) -> dict:
+                   max_jobs: int = 8, max_slots: int = 16, pack_slack: float | None = None) -> dict:
     """Everything the check measures on instance ``index`` of ``seed``: one flat record."""
     t0 = time.perf_counter()
     inst = random_instance(np.random.default_rng([seed, index]), max_jobs=max_jobs, max_slots=max_slots)
@@ -79,6 +83,16 @@ def check_instance(index: int, seed: int, *, rule: str = "quantised", time_limit
                         "beta_unbounded": sum(1 for b in betas if not math.isfinite(b)),
                         "payoff_ratios": [max(0.0, p) for p in pay], "violation": bool(fr < fb * (1 - REL)),
                         "wall_s": f.wall_s}
+    eps = GadgetParams().pack_slack if pack_slack is None else pack_slack
+    pk = run_gadget(inst, "exact", params, pack_slack=eps)
+    if pk.utility > opt.bound * (1 + REL) + 1e-12:
+        raise RuntimeError(f"instance {index}: GADGET (packed) {pk.utility} exceeds the optimum {opt.bound}")
+    pr = pk.utility / ref if ref > 0 else 1.0
+    pb = guaranteed_ratio(params.theta, 1.0, eps) if params.bound > 0 else 0.0
+    rec["packed"] = {"utility": pk.utility, "ratio": pr, "bound": pb, "pack_slack": eps,
+                     "violation": bool(pr < pb * (1 - REL)),
+                     "dual_violation": bool(params.bound > 0 and pk.dual < opt.utility * (1 - REL) - 1e-12),
+                     "wall_s": pk.wall_s}
     rec["wall_s"] = time.perf_counter() - t0
     return rec
 
@@ -142,6 +156,12 @@ def summarize(records: list[dict], rule: str = "quantised") -> dict:
         "fast_payoff_ratio_mean": fast["fast_payoff_ratio_mean"],
         "fast_payoff_ratio_min": fast["fast_payoff_ratio_min"],
         **approx("contiguous", "contig"),
+        "pack_slack": records[0]["packed"]["pack_slack"] if records else None,
+        "packed_mean_ratio": _r(float(np.mean([x["packed"]["ratio"] for x in records]))),
+        "packed_min_ratio": _r(float(np.min([x["packed"]["ratio"] for x in records]))),
+        "packed_bound": float(f"{min(x['packed']['bound'] for x in records):.6g}"),
+        "packed_violations": int(sum(x["packed"]["violation"] for x in records)),
+        "packed_dual_violations": int(sum(x["packed"]["dual_violation"] for x in records)),
         "by_rule": {r: agg(r) for r in ZETA_RULES},
     }
     return out

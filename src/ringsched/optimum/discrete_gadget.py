@@ -72,16 +72,13 @@ class TheoremParams:
         return PriceFunction(self.L, self.U, self.zeta_gpu), PriceFunction(self.L, self.U, self.zeta_nic)
 
 
-def guaranteed_ratio(self, beta: float = 1.0) -> float:
-        return guaranteed_ratio(self.theta, beta)
-
-
-def guaranteed_ratio(theta: float, beta: float = 1.0) -> float:
-    """GADGET's utility / OPT is at least 1 / max(2 beta theta, 1 + beta theta) (docs/theory.md)."""
-    if not math.isfinite(theta) or not math.isfinite(beta):
+def guaranteed_ratio(theta: float, beta: float = 1.0, pack_slack: float = 0.0) -> float:
+    """GADGET's utility / OPT is at least 1 / max((2 + eps) beta theta, 1 + (1 + eps) beta theta)
+    with eps = ``pack_slack`` (docs/theory.md, section 5; eps = 0: 1 / max(2 beta theta, 1 + beta theta))."""
+    if not math.isfinite(theta) or not math.isfinite(beta) or not math.isfinite(pack_slack):
         return 0.0
     bt = beta * theta
-    return 1.0 / max(2.0 * bt, 1.0 + bt)
+    return 1.0 / max((2.0 + pack_slack) * bt, 1.0 + (1.0 + pack_slack) * bt)
 
 
 def _first_completion_max_demand(job: DiscreteJob, demand: np.ndarray, slots: int) -> np.ndarray:
@@ -337,14 +334,48 @@ def contiguous_choice(inst: Instance, job: DiscreteJob, used_gpu, used_nic, pg, 
     return (float(ch.payoff), float(ch.cost), int(ch.end), [(i, int(cf[i])) for i in range(ch.start, ch.end + 1)])
 
 
+def _pack(inst: Instance, job: DiscreteJob, sched, used_gpu, pg, budget: float):
+    """Each one-server configuration of ``sched`` moved to the fullest server that hosts it with
+    the same progress, while the extra cost stays within ``budget`` (the trace-mode
+    ``pack_slack``, docs/theory.md section 5, packing). Returns (schedule, extra cost)."""
+    O = inst.O
+    Y = job.Y
+    single = (Y > 0).sum(axis=1) == 1
+    out, extra = [], 0.0
+    for t, c in sched:
+        if not single[c]:
+            out.append((t, c))
+            continue
+        s = int(np.flatnonzero(Y[c])[0])
+        w = int(Y[c, s])
+        here = w / O[s] * pg[s, t]
+        best = (-(used_gpu[s, t] + w) / O[s], 0.0, c)  # fullest after placing, then cheapest
+        for c2 in np.flatnonzero(single & (Y.sum(axis=1) == w) & (job.g == job.g[c])):
+            s2 = int(np.flatnonzero(Y[c2])[0])
+            if used_gpu[s2, t] + w > O[s2]:
+                continue
+            more = w / O[s2] * pg[s2, t] - here
+            if extra + more > budget + 1e-12:
+                continue
+            key = (-(used_gpu[s2, t] + w) / O[s2], more, int(c2))
+            if key < best:
+                best = key
+        extra += best[1]
+        out.append((t, int(best[2])))
+    return out, extra
+
+
 def run_gadget(inst: Instance, variant: str = "exact", params: TheoremParams | None = None, *,
-               rule: str = "textbook") -> GadgetRun:
+               rule: str = "textbook", pack_slack: float = 0.0) -> GadgetRun:
     """GADGET with strict admission on ``inst``. ``variant``: "exact" (all fitting configurations,
     beta = 1); "fast" (per slot, the greedy embedding of each worker count of the menu, gaps and
     changes of size allowed); "contiguous" (the current trace-mode search: per worker count of
     the menu, plans without gaps, on the per-slot greedy embedding or on one fixed embedding,
     ``plan.best_contiguous``). The approximate variants also measure, at every arrival, the beta
-    the proof would need against the exact subroutine at the same prices."""
+    the proof would need against the exact subroutine at the same prices. ``pack_slack`` > 0
+    moves each admitted plan's one-server configurations to the fullest servers, at an extra cost
+    of at most ``pack_slack`` x its utility (``_pack``; the guarantee becomes
+    ``guaranteed_ratio(theta, beta, pack_slack)``)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     t0 = time.perf_counter()
@@ -396,6 +427,9 @@ def run_gadget(inst: Instance, variant: str = "exact", params: TheoremParams | N
         if pick is not None and pick[0] > 0:
             payoff, cost, step, rel = pick
             sched = [(a + i, c) for i, c in rel]
+            if pack_slack > 0:
+                sched, more = _pack(inst, job, sched, used_gpu, pg, pack_slack * float(job.u[a + step]))
+                cost += more
             prog = sum(int(job.g[c]) for _, c in sched)
             before = prog - int(job.g[sched[-1][1]])
             if prog < job.work or before >= job.work or sched[-1][0] != a + step:

@@ -50,6 +50,19 @@ def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bpric
         cost = (take * np.take_along_axis(gT, order, axis=1)).sum(axis=1)
         ok = cs[:, -1] >= w
         return StepEmbeddings(w, np.where(ok, cost, np.inf), (take > 0).sum(axis=1), take.max(axis=1), ok, order, take)
+    single = fT >= w
+    has1 = single.any(axis=1)
+    if has1.all():  # one server hosts the ring in every step (always for w = 1): no multi-server pass
+        c1 = np.where(single, w * gT, np.inf)
+        s1 = np.argmin(c1, axis=1)
+        rows = np.arange(n)
+        order = np.tile(np.arange(S), (n, 1))
+        order[rows, s1] = order[rows, 0]  # the chosen server first (only the first is taken)
+        order[rows, 0] = s1
+        take = np.zeros((n, S), dtype=np.int64)
+        take[:, 0] = w
+        return StepEmbeddings(w, c1[rows, s1], np.ones(n, dtype=np.int64), np.full(n, w, dtype=np.int64),
+                              np.ones(n, dtype=bool), order, take)
     # multi-server: servers with room for the ring's NIC share, fullest first, then cheapest
     elig = (bfree.T >= bw_frac - 1e-12) & (fT > 0)
     f = np.where(elig, fT, 0)
@@ -64,10 +77,8 @@ def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bpric
     k = used.sum(axis=1)
     d = take.max(axis=1)
     # one server when one can host the whole ring: the cheapest such server
-    single = fT >= w
     c1 = np.where(single, w * gT, np.inf)
     s1 = np.argmin(c1, axis=1)
-    has1 = single.any(axis=1)
     if has1.any():
         rows = np.flatnonzero(has1)
         order = order.copy()

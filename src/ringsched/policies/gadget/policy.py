@@ -57,6 +57,7 @@ class GadgetParams:
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
+    pack_slack: float = 100.0  # a one-server plan may move to a fuller server costing up to this share of its utility more
     # objectives (docs/objectives.md, energy): utility per second a busy GPU costs, and per second
     # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
     energy_cost_per_gpu_s: float = 0.0
@@ -130,6 +131,9 @@ def utility_horizon_s(job: Job, tail: float) -> float:
     cap = 60 * 86400.0
     if u0 <= 0 or float(job.utility(cap)) > tail * u0:
         return cap
+    inverse = getattr(job.utility, "jct_at_value", None)
+    if inverse is not None:  # closed form (the sigmoid): no bisection at every arrival
+        return min(cap, inverse(tail * u0))
     lo, hi = 0.0, cap
     for _ in range(60):
         mid = 0.5 * (lo + hi)
@@ -304,6 +308,9 @@ class Gadget(Policy):
         if best is None:
             return None
         ch, e = best
+        if self.ring_aware and self.p.pack_slack > 0 and not current:  # keeping servers whole is for rings
+            e = self._packed(ch, e, free, gp_all if srv is None else gp_all + srv / min(e.w, int(c.gpus.max())),
+                             float(job.utility(ch.finish_s - job.arrival_s)))
         segments: list[tuple[int, int, tuple]] = []
         prev = None
         for i in range(ch.start, ch.end + 1):
@@ -320,6 +327,30 @@ class Gadget(Policy):
             else:
                 segments.append((a, z, pl))
         return Plan(segments, ch.finish_s, ch.payoff, ch.cost)
+
+    def _packed(self, ch, e, free, gp, u: float):
+        """The plan's ring on one fixed server, the fullest that hosts it for the whole plan, when
+        that costs at most ``pack_slack`` x the plan's utility more than the cheapest embedding.
+
+        Exponential prices spread one-server rings over the emptiest servers, which leaves no
+        whole server for the wide rings that need one (fragmentation); packing small rings keeps
+        servers whole. The slack enters the guarantee as a factor (docs/theory.md, packing)."""
+        a, z = ch.start, ch.end + 1
+        if not np.all(e.k[a:z] == 1) or not np.all(e.ok[a:z]):
+            return e
+        w = e.w
+        room = free[:, a:z].min(axis=1)
+        cost = w * gp[:, a:z].sum(axis=1)
+        ok = (room >= w) & (cost <= ch.cost + self.p.pack_slack * u)
+        if not ok.any():
+            return e
+        cand = np.flatnonzero(ok)
+        s = int(cand[np.lexsort((cost[cand], room[cand]))[0]])  # tightest fit, then cheapest
+        n = e.cost.size
+        order = np.tile(np.argsort(np.arange(free.shape[0]) != s, kind="stable"), (n, 1))
+        take = np.zeros_like(e.take)
+        take[:, 0] = w
+        return StepEmbeddings(w, e.cost, e.k, e.d, e.ok, order, take)
 
     def _fixed_embedding(self, w, e, prog, remaining, free, gp, bfree, bp, nodes, job, step_len):
         """One embedding that stays free from the first step that fits until the job would be
@@ -404,23 +435,23 @@ class Gadget(Policy):
         active = {js.job_id: js for js in jobs}
         for jid in [j for j in self.plans if j not in active]:
             self._release(jid, slot, S)  # finished early: free its later reservations
-        behind = []
+        behind: set[str] = set()
         for jid, plan in list(self.plans.items()):
             pl = plan.at(slot)
             if plan.last_slot < slot or (pl and not nodes.up[list(set(pl))].all()):
                 self._release(jid, slot, S)  # plan over but work left, or a failed server
-                behind.append(active[jid])
+                behind.add(jid)
         out: dict[str, tuple] = {}
         # offer jobs without a plan: those behind first, then new and deferred ones by arrival
         offered = 0
         waiting = [js for js in jobs if js.job_id not in self.plans]
-        waiting.sort(key=lambda js: (js not in behind, js.job.arrival_s, js.index))
+        waiting.sort(key=lambda js: (js.job_id not in behind, js.job.arrival_s, js.index))
         for js in waiting:
             if offered >= self.p.max_plans_per_slot:
                 break
             jid = js.job_id
             fresh = jid not in self.last_try
-            due = fresh or js in behind or slot - self.last_try[jid] >= self.p.retry_every or \
+            due = fresh or jid in behind or slot - self.last_try[jid] >= self.p.retry_every or \
                 self.tried_epoch.get(jid) != self.epoch
             if not due:
                 continue
@@ -430,7 +461,7 @@ class Gadget(Policy):
             plan = self.search(js.job, js.remaining_at(nodes.now_s), nodes, slot,
                                horizon_end_s=self._horizon_end(js, nodes),
                                current=previous_allocations.get(jid, ()), ran_before=js.first_start_s is not None)
-            if plan is not None and (plan.payoff > 0 or js in behind or js.first_start_s is not None and
+            if plan is not None and (plan.payoff > 0 or jid in behind or js.first_start_s is not None and
                                      self.p.admission == "strict"):
                 self._commit(jid, plan, S)
         for jid, plan in self.plans.items():

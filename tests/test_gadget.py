@@ -126,7 +126,7 @@ def test_committed_plans_are_never_broken_and_strict_admits_only_positive_payoff
     c = parse_spec(spec)
     pol = Watched(admission=admission)
     r = Simulator(random_jobs(c, n, seed), c, pol, SimConfig(restart_s=restart_s, seed=seed)).run()
-    assert pol.checked > 0
+    assert pol.checked > 0 or pol.plans_made == 0  # every committed plan was checked in its slots
     assert all(p > 0 for p in pol.admitted)
     if admission == "strict":  # every job not rejected was admitted through a positive-payoff plan
         assert len(pol.admitted) == int((r.jobs.status != "rejected").sum())

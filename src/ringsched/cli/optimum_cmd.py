@@ -91,5 +91,9 @@ def optimum_check(
     out.print(f"contiguous search ({zeta}): mean ratio {summary['contig_mean_ratio']:.4f}, "
               f"min {summary['contig_min_ratio']:.4f}, observed beta max {summary['contig_beta_observed_max']}, "
               f"unbounded on {summary['contig_beta_unbounded_instances']} instances")
+    out.print(f"packed (exact search, pack_slack {summary['pack_slack']:g}): mean ratio "
+              f"{summary['packed_mean_ratio']:.4f}, min {summary['packed_min_ratio']:.4f}, bound "
+              f"{summary['packed_bound']:.3g}, violations {summary['packed_violations']}, "
+              f"dual violations {summary['packed_dual_violations']}")
     out.print(f"MILP: {summary['not_optimal']} not proven optimal, max gap {summary['max_gap']}, "
               f"mean {summary['mean_milp_wall_s']:.2f} s; mean wall per instance {summary['mean_wall_s']:.2f} s")

@@ -436,9 +436,9 @@ class Gadget(Policy):
         for jid in [j for j in self.plans if j not in active]:
             self._release(jid, slot, S)  # finished early: free its later reservations
         behind: set[str] = set()
+        all_up = bool(nodes.up.all())
         for jid, plan in list(self.plans.items()):
-            pl = plan.at(slot)
-            if plan.last_slot < slot or (pl and not nodes.up[list(set(pl))].all()):
+            if plan.last_slot < slot or (not all_up and (pl := plan.at(slot)) and not nodes.up[list(set(pl))].all()):
                 self._release(jid, slot, S)  # plan over but work left, or a failed server
                 behind.add(jid)
         out: dict[str, tuple] = {}
@@ -517,6 +517,8 @@ class Gadget(Policy):
         if now_free.sum() == 0:
             return
         idle = [js for js in jobs if js.job_id not in out]
+        if free.sum() == 0:  # nothing stays free: only planned jobs can start early (where their plan runs)
+            idle = [js for js in idle if js.job_id in self.plans]
         if idle:
             self._lend_idle(idle, nodes, out, previous, free, now_free, bfree, now_bfree)
         if self.p.top_up and now_free.sum() > 0:

@@ -207,7 +207,8 @@ def test_one_server_rings_pack_onto_the_fullest_server_within_the_slack():
 
     spread, _ = placed(pack_slack=0.0)
     assert spread == (2, 2)  # the empty server is the cheapest
-    packed, g = placed()
+    assert Gadget().p.pack_slack == 0.0  # off by default (docs/theory.md, section 9)
+    packed, g = placed(pack_slack=100.0)
     assert packed == (0, 0)  # the fullest server that hosts the ring, server 2 stays whole
     assert g.ledger.window(0, 1)[0][:, 0].tolist() == [7, 2, 0]
     tight, _ = placed(pack_slack=1e-9)

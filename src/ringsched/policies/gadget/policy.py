@@ -51,13 +51,16 @@ class GadgetParams:
     max_steps: int = 48  # plan-search steps; a longer horizon is planned in blocks of slots
     tail_utility: float = 0.02  # plans complete before the utility falls below this share of its maximum
     retry_every: int = 3  # deferred jobs are offered again every this many slots (or when resources free up)
+    retry_backoff: int = 0  # ... doubling that after each failed re-offer, at most this many times
     max_plans_per_slot: int = 16
     work_conserving: bool = True
     near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
-    pack_slack: float = 100.0  # a one-server plan may move to a fuller server costing up to this share of its utility more
+    # a one-server plan may move to a fuller server costing up to this share of its utility more
+    # (0: off, the default; it wins at light load and loses under load, docs/theory.md section 9)
+    pack_slack: float = 0.0
     # objectives (docs/objectives.md, energy): utility per second a busy GPU costs, and per second
     # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
     energy_cost_per_gpu_s: float = 0.0
@@ -161,6 +164,7 @@ class Gadget(Policy):
         self.last_try: dict[str, int] = {}
         self.epoch = 0  # bumps whenever reservations are released
         self.tried_epoch: dict[str, int] = {}
+        self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
         self.horizon: dict[str, float] = {}
         self.plans_made = 0
         self.rejected_payoff = 0
@@ -442,19 +446,22 @@ class Gadget(Policy):
                 self._release(jid, slot, S)  # plan over but work left, or a failed server
                 behind.add(jid)
         out: dict[str, tuple] = {}
-        # offer jobs without a plan: those behind first, then new and deferred ones by arrival
+        # offer jobs without a plan: those behind first, then new ones, then deferred ones, each by
+        # arrival. A deferred job is offered again every retry_every slots, doubling the wait after
+        # each offer that failed (up to 2^retry_backoff), and at most once a slot when reservations
+        # were released: re-offers rarely succeed and were most of GADGET's time on long traces.
         offered = 0
         waiting = [js for js in jobs if js.job_id not in self.plans]
-        waiting.sort(key=lambda js: (js.job_id not in behind, js.job.arrival_s, js.index))
+        waiting.sort(key=lambda js: (js.job_id not in behind, js.job_id in self.last_try, js.job.arrival_s, js.index))
         for js in waiting:
             if offered >= self.p.max_plans_per_slot:
                 break
             jid = js.job_id
-            fresh = jid not in self.last_try
-            due = fresh or jid in behind or slot - self.last_try[jid] >= self.p.retry_every or \
-                self.tried_epoch.get(jid) != self.epoch
-            if not due:
-                continue
+            last = self.last_try.get(jid)
+            if last is not None and jid not in behind:
+                wait = self.p.retry_every << min(self.misses.get(jid, 0), self.p.retry_backoff)
+                if slot - last < wait and (self.tried_epoch.get(jid) == self.epoch or slot == last):
+                    continue
             offered += 1
             self.last_try[jid] = slot
             self.tried_epoch[jid] = self.epoch
@@ -464,6 +471,9 @@ class Gadget(Policy):
             if plan is not None and (plan.payoff > 0 or jid in behind or js.first_start_s is not None and
                                      self.p.admission == "strict"):
                 self._commit(jid, plan, S)
+                self.misses.pop(jid, None)
+            elif last is not None:
+                self.misses[jid] = self.misses.get(jid, 0) + 1
         for jid, plan in self.plans.items():
             pl = plan.at(slot)
             if pl:

@@ -213,3 +213,34 @@ def test_one_server_rings_pack_onto_the_fullest_server_within_the_slack():
     assert g.ledger.window(0, 1)[0][:, 0].tolist() == [7, 2, 0]
     tight, _ = placed(pack_slack=1e-9)
     assert tight == (2, 2)  # no budget for the extra price: cheapest
+
+
+# ------------------------------------------------------------------ policy specs and --admission
+def test_policy_specs_carry_validated_options():
+    from ringsched.cli.workload import parse_policies
+    from ringsched.errors import InputError
+    from ringsched.policies import make_policy
+    from ringsched.policies.registry import parse_policy
+
+    assert parse_policy("gadget:admission=strict,pack_slack=100") == ("gadget", {"admission": "strict",
+                                                                                 "pack_slack": 100.0})
+    g = make_policy("gadget:top_up=false,retry_backoff=3", lend_lookahead=8)
+    assert (g.p.top_up, g.p.retry_backoff, g.p.lend_lookahead) == (False, 3, 8)
+    assert parse_policies("fifo,gadget:admission=strict,pack_slack=1,oasis") == [
+        "fifo", "gadget:admission=strict,pack_slack=1", "oasis"]
+    for bad in ("fifo:x=1", "gadget:nope=1", "gadget:pack_slack=abc", "gadget:admission=maybe", "gadget:L"):
+        with pytest.raises(InputError):
+            parse_policy(bad)
+
+
+def test_simulate_admission_strict_rejects_and_names_the_variant(cli):
+    code, out, err = cli("simulate", "--trace", "synthetic:60,load=3", "--cluster", "2x8", "--policy", "gadget",
+                         "--admission", "strict", "--json")
+    assert code == 0, err
+    import json
+
+    s = json.loads(out)
+    assert s["policy"] == "gadget:admission=strict" and s["rejected"] > 0
+    assert s["completed"] + s["rejected"] + s["waiting"] == s["jobs"]
+    code, _, err = cli("simulate", "--trace", "synthetic:10", "--cluster", "2x8", "--policy", "fifo", "--admission", "strict")
+    assert code == 2 and "takes no options" in err and "Traceback" not in err

@@ -66,7 +66,10 @@ def print_summary(summary: dict, console: Console) -> None:
 def simulate(
     trace: str = w.TraceOpt,
     cluster: str = w.ClusterOpt,
-    policy: str = typer.Option("fifo", "--policy", help="Policy name (ringsched policies lists them)."),
+    policy: str = typer.Option("fifo", "--policy", help="Policy NAME[:key=value,...] (ringsched policies lists them; "
+                               "options of gadget/oasis: docs/policies.md), e.g. gadget:admission=strict."),
+    admission: str = typer.Option(None, "--admission", help="GADGET/OASiS admission: deferred (default: a job not "
+                                  "admitted is offered again later) or strict (rejected for good)."),
     seed: int = w.SeedOpt,
     vc: str = w.VcOpt,
     skip_bad_rows: bool = w.SkipBadRowsOpt,
@@ -86,11 +89,13 @@ def simulate(
 ) -> None:
     """Simulate one policy on a trace and a cluster."""
     from ringsched.objectives.registry import parse_objective, run_with_objective
-    from ringsched.policies import policy_class
+    from ringsched.policies.registry import parse_policy
     from ringsched.simulator import SimConfig
 
     t0 = time.perf_counter()
-    policy_class(policy)  # unknown -> one line, exit 2
+    if admission is not None:
+        policy += ("," if ":" in policy else ":") + f"admission={admission}"
+    parse_policy(policy)  # unknown policy or option -> one line, exit 2
     obj = parse_objective(objective)
     try:
         cfg = SimConfig(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf_h=mtbf,

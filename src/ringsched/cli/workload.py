@@ -90,17 +90,26 @@ def sim_config_kwargs(*, slot_s: float, restart_s: float, checkpoint_s: float, m
 
 
 def parse_policies(text: str) -> list[str]:
-    """``"all"`` or ``"a,b,c"`` -> registered policy names, in the given order, no duplicates."""
-    from ringsched.policies import policy_class, policy_names
+    """``"all"`` or ``"a,b,c"`` -> policy specs, in the given order, no duplicates. A spec may carry
+    options, ``gadget:admission=strict,pack_slack=100``: an item with ``=`` and no ``:`` belongs
+    to the spec before it."""
+    from ringsched.policies import policy_names
+    from ringsched.policies.registry import parse_policy
 
     text = (text or "").strip()
     if text.lower() == "all":
         return policy_names()
+    specs: list[str] = []
+    for item in (p.strip() for p in text.split(",")):
+        if "=" in item and ":" not in item and specs:
+            specs[-1] += "," + item
+        elif item:
+            specs.append(item)
     names: list[str] = []
-    for name in (p.strip() for p in text.split(",")):
-        if name and name not in names:
-            policy_class(name)  # unknown -> InputError listing the known ones
-            names.append(name)
+    for spec in specs:
+        if spec not in names:
+            parse_policy(spec)  # unknown policy or option -> InputError, one line
+            names.append(spec)
     if not names:
         raise InputError("no policy given; use a comma-separated list or 'all'", field="policies")
     return names

@@ -15,10 +15,10 @@ documented parameters (``Params``). It acts at three points of a run, for every 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Callable, ClassVar
 
 from ringsched.errors import InputError
+from ringsched.specs import coerce
 
 _REGISTRY: dict[str, type["Objective"]] = {}
 
@@ -90,23 +90,6 @@ def _load_builtins() -> None:
         import ringsched.objectives.builtin  # noqa: F401  (registers the objectives)
 
 
-def _coerce(text: str, typ, key: str, name: str):
-    t = typ if isinstance(typ, type) else {"float": float, "int": int, "bool": bool, "str": str}.get(str(typ), str)
-    try:
-        if t is bool:
-            if text.lower() in ("1", "true", "yes", "on"):
-                return True
-            if text.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        v = t(text)
-        if t is float and not math.isfinite(v):
-            raise ValueError
-        return v
-    except ValueError:
-        raise InputError(f"objective {name}: {key}={text!r} is not a valid {t.__name__}", field="objective") from None
-
-
 def parse_objective(text: str | None) -> Objective:
     """``NAME[,key=value...]`` -> an Objective (InputError, one line, for anything wrong)."""
     text = (text or "jct").strip()
@@ -122,7 +105,7 @@ def parse_objective(text: str | None) -> Objective:
         if not eq or key not in fields:
             known = ", ".join(fields) or "none"
             raise InputError(f"objective {name}: unknown parameter {item!r}; parameters: {known}", field="objective")
-        kw[key] = _coerce(val.strip(), fields[key].type, key, name)
+        kw[key] = coerce(val.strip(), fields[key].type, key=key, owner=f"objective {name}", field="objective")
     try:
         params = cls.Params(**kw)
     except (ValueError, TypeError) as e:
@@ -136,7 +119,7 @@ def run_with_objective(objective: Objective | str, jobs, cluster, policy: str, c
     in its summary (``objective`` = the canonical spec)."""
     from ringsched.perfmodel.speed import SpeedModel
     from ringsched.policies import make_policy
-    from ringsched.policies.registry import policy_class
+    from ringsched.policies.registry import parse_policy, policy_class
     from ringsched.simulator import SimConfig, Simulator
 
     obj = parse_objective(objective) if isinstance(objective, str) else objective
@@ -146,9 +129,13 @@ def run_with_objective(objective: Objective | str, jobs, cluster, policy: str, c
     rule = obj.stop_rule()
     if rule is not None:
         cfg = dataclasses.replace(cfg, stop_rule=rule)
-    opts = dict(obj.policy_options(policy_class(policy), cluster, cfg))
+    name, spec_opts = parse_policy(policy)
+    opts = dict(obj.policy_options(policy_class(name), cluster, cfg))
+    opts.update(spec_opts)
     opts.update(policy_options or {})
-    result = Simulator(jobs2, cluster, make_policy(policy, **opts), cfg, progress=progress, speed=speed).run()
+    result = Simulator(jobs2, cluster, make_policy(name, **opts), cfg, progress=progress, speed=speed).run()
     obj.report(result, cfg)
+    if spec_opts:  # the spec names the variant (gadget:admission=strict), also in summaries
+        result.summary["policy"] = policy.strip()
     result.summary["objective"] = obj.spec()
     return result

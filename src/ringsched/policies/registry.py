@@ -1,8 +1,16 @@
-"""Name -> policy class, filled by a decorator on each policy module (no if/elif on names)."""
+"""Name -> policy class, filled by a decorator on each policy module (no if/elif on names).
+
+A policy is named by a spec ``NAME[:key=value[,key=value...]]``: the options are fields of the
+class's ``Params`` dataclass (GADGET's and OASiS' ``GadgetParams``), e.g.
+``gadget:admission=strict`` or ``gadget:pack_slack=100,retry_backoff=5``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ringsched.errors import InputError
+from ringsched.specs import coerce
 
 _REGISTRY: dict[str, type] = {}
 
@@ -20,13 +28,41 @@ def policy_names() -> list[str]:
 
 
 def policy_class(name: str) -> type:
-    """The class registered under ``name``; unknown names are an InputError listing the known ones."""
+    """The class registered under ``name`` (a spec's options are ignored); unknown names are an
+    InputError listing the known ones."""
+    name = name.partition(":")[0].strip()
     cls = _REGISTRY.get(name)
     if cls is None:
         raise InputError(f"unknown policy {name!r}; known: {', '.join(policy_names())}", field="policy")
     return cls
 
 
-def make_policy(name: str, **options):
-    """A fresh policy instance by name."""
-    return policy_class(name)(**options)
+def parse_policy(spec: str) -> tuple[str, dict]:
+    """``NAME[:key=value,...]`` -> (name, options), checked against the class's ``Params``."""
+    name, _, rest = spec.strip().partition(":")
+    cls = policy_class(name)
+    opts: dict = {}
+    items = [x.strip() for x in rest.split(",") if x.strip()]
+    if items:
+        params = getattr(cls, "Params", None)
+        if params is None:
+            raise InputError(f"policy {name} takes no options, got {rest!r}", field="policy")
+        fields = {f.name: f for f in dataclasses.fields(params)}
+        for item in items:
+            key, eq, val = item.partition("=")
+            key = key.strip()
+            if not eq or key not in fields:
+                raise InputError(f"policy {spec}: {item!r} is not key=value with key one of "
+                                 f"{', '.join(fields)}", field="policy")
+            opts[key] = coerce(val.strip(), fields[key].type, key=key, owner=f"policy {spec}", field="policy")
+        try:
+            params(**opts)
+        except (ValueError, TypeError) as e:
+            raise InputError(f"policy {spec}: {e}", field="policy") from None
+    return name.strip(), opts
+
+
+def make_policy(spec: str, **options):
+    """A fresh policy instance from a spec; ``options`` override the spec's."""
+    name, opts = parse_policy(spec)
+    return policy_class(name)(**{**opts, **options})

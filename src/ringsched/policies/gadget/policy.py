@@ -150,6 +150,7 @@ def utility_horizon_s(job: Job, tail: float) -> float:
 @register
 class Gadget(Policy):
     name = "gadget"
+    Params = GadgetParams  # the options of a ``gadget:key=value,...`` spec
     periodic = True
     rigid = False
     ring_aware = True

@@ -96,7 +96,8 @@ def run(
     cluster: str = typer.Option("2x2", "--cluster", help="Cluster spec NxG[,key=value...] or a YAML file; "
                                 "servers and GPU slots are emulated (local) or Ray nodes (ray)."),
     jobs: str = typer.Option("demo:3", "--jobs", help="A YAML jobs file, or demo:N[,scale=F] (built-in jobs)."),
-    policy: str = typer.Option("optimus", "--policy", help="Policy name (ringsched policies lists them)."),
+    policy: str = typer.Option("optimus", "--policy", help="Policy NAME[:key=value,...] (ringsched policies lists them; "
+                               "options: docs/policies.md)."),
     slot_s: float = typer.Option(5.0, "--slot-s", help="Scheduling slot: the policy decides every S seconds."),
     state: Path = typer.Option(None, "--state", help="Durable state directory (journal, checkpoints, logs); "
                                "rerun with the same one to resume. Default: a temporary directory."),

@@ -68,7 +68,7 @@ ContentionOpt = typer.Option(False, "--contention",
                              help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world.")
 HorizonSOpt = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting.")
 PoliciesOpt = typer.Option("all", "--policies",
-                           help="Comma-separated policy names, or 'all' (ringsched policies lists them).")
+                           help="Comma-separated policy specs NAME[:key=value,...], or 'all' (ringsched policies lists them; options: docs/policies.md).")
 ObjectiveOpt = typer.Option("jct", "--objective",
                             help="Objective NAME[,key=value...]: jct, deadline, energy, fairness or convergence "
                                  "(docs/objectives.md); judges every policy and drives GADGET's decisions.")

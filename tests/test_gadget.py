@@ -244,3 +244,26 @@ def test_simulate_admission_strict_rejects_and_names_the_variant(cli):
     assert s["completed"] + s["rejected"] + s["waiting"] == s["jobs"]
     code, _, err = cli("simulate", "--trace", "synthetic:10", "--cluster", "2x8", "--policy", "fifo", "--admission", "strict")
     assert code == 2 and "takes no options" in err and "Traceback" not in err
+
+
+def test_retry_backoff_offers_deferred_jobs_less_often():
+    """With retry_backoff a deferred job waits retry_every x 2^k slots after k failed offers, so a
+    contended run searches fewer plans; every job still ends completed, waiting or rejected."""
+    from ringsched.cli.workload import load_workload
+
+    wl = load_workload("synthetic:150,load=3", "2x8", vc=None, window=None, limit=None, seed=2, rigid=False)
+
+    class Counting(Gadget):
+        searches = 0
+
+        def search(self, *a, **k):
+            type(self).searches += 1
+            return super().search(*a, **k)
+
+    counts = {}
+    for backoff in (0, 4):
+        Counting.searches = 0
+        r = Simulator(wl.jobs, wl.cluster, Counting(retry_backoff=backoff), SimConfig(seed=2)).run()
+        assert set(r.jobs.status) <= {"completed", "waiting", "rejected"}
+        counts[backoff] = Counting.searches
+    assert counts[4] < 0.8 * counts[0], counts

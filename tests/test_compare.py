@@ -141,7 +141,10 @@ def test_ctrl_c_keeps_the_finished_policies(tmp_path):
     policies = ["fifo", "gadget", "oasis"]
     proc = subprocess.Popen([sys.executable, "-m", "ringsched.cli.main", "compare", "--trace", "synthetic:2000",
                              "--cluster", "16x8", "--policies", ",".join(policies), "--workers", "1", "--out",
-                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a shell running the tests in the background ignores SIGINT, and the
+                            # child would inherit that: give it the default a terminal gives
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     first = None
     deadline = time.monotonic() + 120

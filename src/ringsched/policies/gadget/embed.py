@@ -36,6 +36,17 @@ class StepEmbeddings:
         return c
 
 
+def server_first(servers: np.ndarray, num_servers: int) -> np.ndarray:
+    """(len(servers), num_servers) server orders with ``servers[i]`` first in row i: the order of
+    a one-server ring (its workers are all taken from the first server)."""
+    n = len(servers)
+    rows = np.arange(n)
+    order = np.tile(np.arange(num_servers), (n, 1))
+    order[rows, servers] = order[rows, 0]
+    order[rows, 0] = servers
+    return order
+
+
 def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bprice: np.ndarray,
           bw_frac: float, *, ring_aware: bool = True) -> StepEmbeddings:
     """``free``/``gprice``/``bfree``/``bprice`` are (servers, steps): free GPUs, price of one GPU
@@ -50,19 +61,16 @@ def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bpric
         cost = (take * np.take_along_axis(gT, order, axis=1)).sum(axis=1)
         ok = cs[:, -1] >= w
         return StepEmbeddings(w, np.where(ok, cost, np.inf), (take > 0).sum(axis=1), take.max(axis=1), ok, order, take)
+    # one server when one can host the whole ring: the cheapest such server
     single = fT >= w
     has1 = single.any(axis=1)
+    c1 = np.where(single, w * gT, np.inf)
+    s1 = np.argmin(c1, axis=1)
     if has1.all():  # one server hosts the ring in every step (always for w = 1): no multi-server pass
-        c1 = np.where(single, w * gT, np.inf)
-        s1 = np.argmin(c1, axis=1)
-        rows = np.arange(n)
-        order = np.tile(np.arange(S), (n, 1))
-        order[rows, s1] = order[rows, 0]  # the chosen server first (only the first is taken)
-        order[rows, 0] = s1
         take = np.zeros((n, S), dtype=np.int64)
         take[:, 0] = w
-        return StepEmbeddings(w, c1[rows, s1], np.ones(n, dtype=np.int64), np.full(n, w, dtype=np.int64),
-                              np.ones(n, dtype=bool), order, take)
+        return StepEmbeddings(w, c1[np.arange(n), s1], np.ones(n, dtype=np.int64), np.full(n, w, dtype=np.int64),
+                              np.ones(n, dtype=bool), server_first(s1, S), take)
     # multi-server: servers with room for the ring's NIC share, fullest first, then cheapest
     elig = (bfree.T >= bw_frac - 1e-12) & (fT > 0)
     f = np.where(elig, fT, 0)
@@ -76,16 +84,12 @@ def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bpric
     ok = cs[:, -1] >= w
     k = used.sum(axis=1)
     d = take.max(axis=1)
-    # one server when one can host the whole ring: the cheapest such server
-    c1 = np.where(single, w * gT, np.inf)
-    s1 = np.argmin(c1, axis=1)
-    if has1.any():
+    if has1.any():  # those steps get the cheapest single server: all w workers there
         rows = np.flatnonzero(has1)
         order = order.copy()
         take = take.copy()
         take[rows] = 0
-        # put the chosen server first in the order and take all w workers there
-        order[rows] = np.argsort(np.arange(S)[None, :] != s1[rows, None], axis=1, kind="stable")
+        order[rows] = server_first(s1[rows], S)
         take[rows, 0] = w
         cost = np.where(has1, c1[np.arange(n), s1], cost)
         k = np.where(has1, 1, k)

@@ -31,7 +31,7 @@ from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.job import Job
 from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
-from ringsched.policies.gadget.embed import StepEmbeddings, embed
+from ringsched.policies.gadget.embed import StepEmbeddings, embed, server_first
 from ringsched.policies.gadget.plan import best_contiguous
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.registry import register
@@ -309,13 +309,12 @@ class Gadget(Policy):
                 ch = best_contiguous(cand.cost, pr, remaining, starts, step_len, job.utility, job.arrival_s, near)
                 if ch is not None and (best is None or ch.payoff > best[0].payoff + near or
                                        (ch.payoff >= best[0].payoff - near and ch.finish_s < best[0].finish_s)):
-                    best = (ch, cand)
+                    best = (ch, cand, gp)
         if best is None:
             return None
-        ch, e = best
+        ch, e, gp = best
         if self.ring_aware and self.p.pack_slack > 0 and not current:  # keeping servers whole is for rings
-            e = self._packed(ch, e, free, gp_all if srv is None else gp_all + srv / min(e.w, int(c.gpus.max())),
-                             float(job.utility(ch.finish_s - job.arrival_s)))
+            e = self._packed(ch, e, free, gp, float(job.utility(ch.finish_s - job.arrival_s)))
         segments: list[tuple[int, int, tuple]] = []
         prev = None
         for i in range(ch.start, ch.end + 1):
@@ -351,11 +350,9 @@ class Gadget(Policy):
             return e
         cand = np.flatnonzero(ok)
         s = int(cand[np.lexsort((cost[cand], room[cand]))[0]])  # tightest fit, then cheapest
-        n = e.cost.size
-        order = np.tile(np.argsort(np.arange(free.shape[0]) != s, kind="stable"), (n, 1))
         take = np.zeros_like(e.take)
         take[:, 0] = w
-        return StepEmbeddings(w, e.cost, e.k, e.d, e.ok, order, take)
+        return StepEmbeddings(w, e.cost, e.k, e.d, e.ok, server_first(np.full(e.cost.size, s), free.shape[0]), take)
 
     def _fixed_embedding(self, w, e, prog, remaining, free, gp, bfree, bp, nodes, job, step_len):
         """One embedding that stays free from the first step that fits until the job would be

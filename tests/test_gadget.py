@@ -19,7 +19,7 @@ from ringsched.objectives.utility import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import JobState, Nodes
 from ringsched.policies.gadget.embed import embed
-from ringsched.policies.gadget.policy import Gadget, Plan
+from ringsched.policies.gadget.policy import Gadget, Oasis, Plan
 from ringsched.policies.gadget.prices import PriceFunction
 from ringsched.simulator import SimConfig, Simulator
 
@@ -263,7 +263,48 @@ def test_retry_backoff_offers_deferred_jobs_less_often():
     counts = {}
     for backoff in (0, 4):
         Counting.searches = 0
-        r = Simulator(wl.jobs, wl.cluster, Counting(retry_backoff=backoff), SimConfig(seed=2)).run()
+        pol = Counting(retry_backoff=backoff)
+        r = Simulator(wl.jobs, wl.cluster, pol, SimConfig(seed=2)).run()
         assert set(r.jobs.status) <= {"completed", "waiting", "rejected"}
-        counts[backoff] = Counting.searches
+        counts[backoff] = Counting.searches + pol.bound_skips  # offers: searched or ruled out by the bound
     assert counts[4] < 0.8 * counts[0], counts
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), S=st.integers(1, 6), policy=st.sampled_from([Gadget, Oasis]),
+       slot=st.integers(0, 5), stay=st.booleans())
+def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
+    """The cheap bound that rules re-offers out must never rule out a plan the search would
+    take: on random ledgers its value is at least the payoff of the plan the search finds."""
+    rng = np.random.default_rng(seed)
+    c = parse_spec(f"{S}x8")
+    g = policy()
+    n = nodes(c, now=slot * 300.0)
+    jobs = [job(i, 0.0, int(rng.choice([1, 2, 4, 8, 16])), float(rng.uniform(600, 40000)), c) for i in range(3)]
+    g._ensure(n, [JobState(j, i, j.work_samples) for i, j in enumerate(jobs)])
+    g.ledger.gpu_used[:, :200] = rng.integers(0, 9, size=(S, 200))
+    g.ledger.bw_used[:, :200] = rng.choice([0.0, 0.5, 1.0], size=(S, 200))
+    for j in jobs:
+        remaining = j.work_samples * float(rng.uniform(0.1, 1.0))
+        current = ()
+        if stay:
+            current = tuple(sorted(rng.integers(0, S, size=min(j.max_workers, 8 * S)).tolist()))
+        win = g.window(n, slot, 40 * 3600.0)
+        bound = g.payoff_bound(j, remaining, n, win)
+        plan = g.search(j, remaining, n, slot, horizon_end_s=40 * 3600.0, current=current, ran_before=stay)
+        if plan is not None:
+            assert bound >= plan.payoff - 1e-9 * max(1.0, abs(plan.payoff))
+
+
+def test_payoff_bound_leaves_decisions_unchanged():
+    """Skipping the searches the bound rules out changes no decision: same results, fewer searches."""
+    from ringsched.cli.workload import load_workload
+
+    wl = load_workload("synthetic:200,load=3", "2x8", vc=None, window=None, limit=None, seed=1, rigid=False)
+    runs = {}
+    for on in (True, False):
+        pol = Gadget(bound_first=on)
+        r = Simulator(wl.jobs, wl.cluster, pol, SimConfig(seed=1)).run()
+        runs[on] = (r.jobs.to_csv(index=False), pol.bound_skips)
+    assert runs[True][0] == runs[False][0]
+    assert runs[True][1] > 0 and runs[False][1] == 0

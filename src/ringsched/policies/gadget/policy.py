@@ -53,6 +53,7 @@ class GadgetParams:
     retry_every: int = 3  # deferred jobs are offered again every this many slots (or when resources free up)
     retry_backoff: int = 0  # ... doubling that after each failed re-offer, at most this many times
     max_plans_per_slot: int = 16
+    bound_first: bool = True  # test a cheap payoff bound before each search (same decisions, faster)
     work_conserving: bool = True
     near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
@@ -71,6 +72,23 @@ class GadgetParams:
             raise ValueError(f"admission must be 'deferred' or 'strict', got {self.admission!r}")
         if not 0 < self.nic_share <= 1:
             raise ValueError("nic_share must lie in (0, 1]")
+
+
+@dataclass
+class PriceWindow:
+    """What a plan search sees from one slot on, in steps of ``b`` slots: (servers, steps) free
+    GPUs, price of one GPU, free NIC share, price of a ring's NIC share, and server costs."""
+
+    slot: int
+    b: int
+    steps: int
+    step_len_s: float
+    starts_s: np.ndarray
+    free: np.ndarray
+    gp: np.ndarray
+    bfree: np.ndarray
+    bp: np.ndarray
+    srv: np.ndarray | None
 
 
 @dataclass
@@ -167,6 +185,8 @@ class Gadget(Policy):
         self.tried_epoch: dict[str, int] = {}
         self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
         self.horizon: dict[str, float] = {}
+        self._rates: dict[tuple, float] = {}
+        self.bound_skips = 0
         self.plans_made = 0
         self.rejected_payoff = 0
 
@@ -232,13 +252,8 @@ class Gadget(Policy):
         shape = (w, k, d, 1)
         return nodes.speed.throughput_sps(job.model, job.local_bsz, shape, self._beta_Bps(nodes) if k > 1 else None)
 
-    def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, *, horizon_end_s: float,
-               current: tuple = (), ran_before: bool = False) -> Plan | None:
-        """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``.
-
-        Trace mode searches, for every worker count of the job's menu, every plan that runs
-        without gaps from some step until done (``plan.best_contiguous``); ``current`` is where
-        the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart."""
+    def window(self, nodes: Nodes, slot: int, horizon_end_s: float) -> PriceWindow:
+        """Free resources and prices from absolute ``slot`` to ``horizon_end_s``, in steps."""
         c = nodes.cluster
         slot_s = nodes.slot_s
         now = slot * slot_s
@@ -248,27 +263,107 @@ class Gadget(Policy):
         used_g, used_b = self.ledger.window(slot, slot + steps * b)
         S = c.num_servers
         gpus = c.gpus[:, None]
-        free = gpus - used_g
+        blocks = used_g.reshape(S, steps, b)
+        free = gpus - blocks.max(axis=2)  # free in every slot of the step
         free[:, 0] = np.minimum(free[:, 0], nodes.capacity - used_g[:, 0])
-        free = np.maximum(free, 0).reshape(S, steps, b).min(axis=2)
+        np.maximum(free, 0, out=free)
         # a step of b slots is priced at its mean usage (b x P(mean)): one exponential per step
         # instead of per slot keeps long windows cheap (it slightly under-prices uneven steps)
-        mean_g = used_g.reshape(S, steps, b).mean(axis=2)
+        mean_g = blocks.sum(axis=2) / b if b > 1 else used_g.astype(float)
         gp = b * self.prices_g(mean_g / gpus) / gpus
-        bfree = 1.0 - used_b.reshape(S, steps, b).max(axis=2)
-        bp = b * self.p.nic_share * self.prices_b(used_b.reshape(S, steps, b).mean(axis=2))
-        if not self.ring_aware:
-            bp = np.zeros_like(bp)
+        if self.ring_aware and used_b.any():
+            bblocks = used_b.reshape(S, steps, b)
+            bfree = 1.0 - bblocks.max(axis=2)
+            bp = b * self.p.nic_share * self.prices_b(bblocks.sum(axis=2) / b)
+        else:  # no NIC share committed in the window (or blind to rings): all free, price 0
+            bfree = np.ones((S, steps))
+            bp = np.zeros((S, steps))
         if self.p.energy_cost_per_gpu_s:
             gp = gp + self.p.energy_cost_per_gpu_s * b * slot_s
         srv = None
         if self.p.server_cost_per_s:  # slots in which the server has nothing committed
             srv = ((used_g == 0) * (self.p.server_cost_per_s * slot_s)).reshape(S, steps, b).sum(axis=2)
         step_len = b * slot_s
+        return PriceWindow(slot, b, steps, step_len, now + step_len * np.arange(steps), free, gp, bfree, bp, srv)
+
+    def _max_rate(self, nodes: Nodes, job: Job, w: int) -> float:
+        """The fastest any ``w``-worker plan can run (an upper bound over the shapes the search
+        uses). With the ring model's step time (docs/model.md), for k > 1 servers the time grows
+        with d, the most workers on a server, and does not depend on k otherwise: the widest
+        spread (k = min(w, S), d = ceil(w / k)) is the fastest multi-server shape; one server
+        (k = 1, d = w) is the other candidate."""
+        key = (job.model, job.local_bsz, w)
+        r = self._rates.get(key)
+        if r is None:
+            c = nodes.cluster
+            k = min(w, c.num_servers)
+            r = self._plan_rate(nodes, job, w, k, -(-w // k)) if w > 1 else 0.0
+            if w <= int(c.gpus.max()):
+                r = max(r, self._plan_rate(nodes, job, w, 1, w))
+            self._rates[key] = r
+        return r
+
+    def payoff_bound(self, job: Job, remaining: float, nodes: Nodes, win: PriceWindow) -> float:
+        """An upper bound on the payoff ``search`` can find in ``win``, about ten times cheaper.
+
+        It relaxes the search: each step's cost is that of the w cheapest free GPUs anywhere
+        (no ring, no NIC price; every embedding the search can pick costs at least that) and its
+        progress is the fastest shape's (``_max_rate``). Every plan of the search is then matched
+        by a relaxed plan that starts in the same step, finishes no later and costs no more.
+        A deferred job whose bound is not positive is not searched (its offer fails as the
+        search would have): most re-offers on long traces end there (docs/policies.md, speed)."""
+        menu = _menu(job, nodes.cluster.total_gpus)
+        if not menu:
+            return -math.inf
+        rates = [self._max_rate(nodes, job, w) * win.step_len_s for w in menu]
+        total = win.free.sum(axis=0)
+        # first the looser bound (every GPU at the step's lowest price): no sort when it decides
+        low = np.where(win.free > 0, win.gp, np.inf).min(axis=0)
+        top = self._relaxed(job, remaining, win, menu, rates, lambda w: np.where(total >= w, w * low, np.inf))
+        if top <= 0 or menu == [1]:  # (for one worker both bounds are the same)
+            return top
+        order = np.argsort(win.gp, axis=0, kind="stable")  # (servers, steps): cheapest first
+        fs = np.take_along_axis(win.free, order, axis=0)
+        ps = np.take_along_axis(win.gp, order, axis=0)
+        cf = np.cumsum(fs, axis=0)
+        cc = np.cumsum(fs * ps, axis=0)
+        cols = np.arange(win.steps)
+
+        def cheapest(w):  # the w cheapest free GPUs of each step
+            j = np.minimum((cf < w).sum(axis=0), cf.shape[0] - 1)  # the server that completes w GPUs
+            before_f = np.where(j > 0, cf[j - 1, cols], 0)
+            before_c = np.where(j > 0, cc[j - 1, cols], 0.0)
+            return np.where(total >= w, before_c + (w - before_f) * ps[j, cols], np.inf)
+
+        return self._relaxed(job, remaining, win, menu, rates, cheapest)
+
+    @staticmethod
+    def _relaxed(job: Job, remaining: float, win: PriceWindow, menu, rates, cost_of) -> float:
+        top = -math.inf
+        for w, r in zip(menu, rates):
+            prog = np.full(win.steps, r)
+            ch = best_contiguous(cost_of(w), prog, remaining, win.starts_s, win.step_len_s, job.utility, job.arrival_s)
+            if ch is not None and ch.payoff > top:
+                top = ch.payoff
+        return top
+
+    def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, *, horizon_end_s: float,
+               current: tuple = (), ran_before: bool = False, win: PriceWindow | None = None) -> Plan | None:
+        """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``.
+
+        Trace mode searches, for every worker count of the job's menu, every plan that runs
+        without gaps from some step until done (``plan.best_contiguous``); ``current`` is where
+        the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart."""
+        c = nodes.cluster
+        S = c.num_servers
+        if win is None:
+            win = self.window(nodes, slot, horizon_end_s)
+        b, steps, step_len = win.b, win.steps, win.step_len_s
+        free, gp, bfree, bp, srv = win.free, win.gp, win.bfree, win.bp, win.srv
         menu = _menu(job, c.total_gpus)
         if not menu:
             return None
-        starts = now + step_len * np.arange(steps)
+        starts = win.starts_s
         best = None
         gp_all = gp
         for w in menu:
@@ -463,11 +558,16 @@ class Gadget(Policy):
             offered += 1
             self.last_try[jid] = slot
             self.tried_epoch[jid] = self.epoch
-            plan = self.search(js.job, js.remaining_at(nodes.now_s), nodes, slot,
-                               horizon_end_s=self._horizon_end(js, nodes),
-                               current=previous_allocations.get(jid, ()), ran_before=js.first_start_s is not None)
-            if plan is not None and (plan.payoff > 0 or jid in behind or js.first_start_s is not None and
-                                     self.p.admission == "strict"):
+            must = jid in behind or (js.first_start_s is not None and self.p.admission == "strict")
+            remaining = js.remaining_at(nodes.now_s)
+            win = self.window(nodes, slot, self._horizon_end(js, nodes))
+            if not must and self.p.bound_first and self.payoff_bound(js.job, remaining, nodes, win) <= 0:
+                plan = None  # no plan can pay: the search would fail, skip it
+                self.bound_skips += 1
+            else:
+                plan = self.search(js.job, remaining, nodes, slot, horizon_end_s=0.0, win=win,
+                                   current=previous_allocations.get(jid, ()), ran_before=js.first_start_s is not None)
+            if plan is not None and (plan.payoff > 0 or must):
                 self._commit(jid, plan, S)
                 self.misses.pop(jid, None)
             elif last is not None:

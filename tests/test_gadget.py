@@ -291,9 +291,12 @@ def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
             current = tuple(sorted(rng.integers(0, S, size=min(j.max_workers, 8 * S)).tolist()))
         win = g.window(n, slot, 40 * 3600.0)
         bound = g.payoff_bound(j, remaining, n, win)
+        quick = g.quick_bound(j, remaining, n, slot, 40 * 3600.0)
         plan = g.search(j, remaining, n, slot, horizon_end_s=40 * 3600.0, current=current, ran_before=stay)
         if plan is not None:
-            assert bound >= plan.payoff - 1e-9 * max(1.0, abs(plan.payoff))
+            tol = 1e-9 * max(1.0, abs(plan.payoff))
+            assert bound >= plan.payoff - tol
+            assert quick >= bound - 1e-9 * max(1.0, abs(bound))  # the cheaper one is the looser one
 
 
 def test_payoff_bound_leaves_decisions_unchanged():

@@ -54,6 +54,7 @@ class SpeedModel:
         self._step: dict[tuple, float] = {}
         self._shapes: dict[Placement, Shape] = {}
         self._custom: set[str] = set()
+        self.version = 0  # bumps when parameters change: callers' caches of speeds are stale then
 
     def params(self, model: str) -> RingParams:
         p = self._params.get(model)
@@ -66,6 +67,7 @@ class SpeedModel:
         refitted online from measured step times); forgets cached step times of that model."""
         self._params[model] = params
         self._custom.add(model)
+        self.version += 1
         self._step = {k: v for k, v in self._step.items() if k[0] != model}
 
     def shape(self, placement: Placement) -> Shape:

@@ -32,7 +32,7 @@ from ringsched.job import Job
 from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.gadget.embed import StepEmbeddings, embed, server_first
-from ringsched.policies.gadget.plan import best_contiguous
+from ringsched.policies.gadget.plan import best_contiguous, best_uniform_payoff
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.registry import register
 
@@ -186,6 +186,10 @@ class Gadget(Policy):
         self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
         self.horizon: dict[str, float] = {}
         self._rates: dict[tuple, float] = {}
+        self._alone: dict[str, float] = {}  # samples/s at the widest consolidated size
+        self._sparse_cache: dict[tuple, tuple] = {}
+        self._speed_version = 0
+        self._prefix: tuple | None = None
         self.bound_skips = 0
         self.plans_made = 0
         self.rejected_payoff = 0
@@ -252,14 +256,18 @@ class Gadget(Policy):
         shape = (w, k, d, 1)
         return nodes.speed.throughput_sps(job.model, job.local_bsz, shape, self._beta_Bps(nodes) if k > 1 else None)
 
+    def _steps(self, nodes: Nodes, slot: int, horizon_end_s: float) -> tuple[int, int]:
+        """(b, steps): the window from ``slot`` to ``horizon_end_s`` in at most max_steps steps of b slots."""
+        n_slots = max(1, math.ceil((horizon_end_s - slot * nodes.slot_s) / nodes.slot_s))
+        b = max(1, math.ceil(n_slots / self.p.max_steps))
+        return b, math.ceil(n_slots / b)
+
     def window(self, nodes: Nodes, slot: int, horizon_end_s: float) -> PriceWindow:
         """Free resources and prices from absolute ``slot`` to ``horizon_end_s``, in steps."""
         c = nodes.cluster
         slot_s = nodes.slot_s
         now = slot * slot_s
-        n_slots = max(1, math.ceil((horizon_end_s - now) / slot_s))
-        b = max(1, math.ceil(n_slots / self.p.max_steps))
-        steps = math.ceil(n_slots / b)
+        b, steps = self._steps(nodes, slot, horizon_end_s)
         used_g, used_b = self.ledger.window(slot, slot + steps * b)
         S = c.num_servers
         gpus = c.gpus[:, None]
@@ -303,6 +311,53 @@ class Gadget(Policy):
             self._rates[key] = r
         return r
 
+    def _usage_prefix(self, nodes: Nodes, slot: int, n: int) -> np.ndarray:
+        """(servers, n + 1) prefix sums over slots from ``slot`` of each server's committed GPU
+        share: any step's mean usage is one difference. Shared by the offers of a decision until
+        the ledger changes."""
+        key = (slot, self.ledger.version)
+        if self._prefix is None or self._prefix[0] != key or self._prefix[1].shape[1] <= n:
+            if self._prefix is not None and self._prefix[0] == key:
+                n = max(n, 2 * (self._prefix[1].shape[1] - 1))
+            used = self.ledger.window(slot, slot + n)[0]
+            z = np.zeros((used.shape[0], n + 1))
+            np.cumsum(used / nodes.cluster.gpus[:, None], axis=1, out=z[:, 1:])
+            self._prefix = (key, z)
+        return self._prefix[1]
+
+    def quick_bound(self, job: Job, remaining: float, nodes: Nodes, slot: int, horizon_end_s: float) -> float:
+        """A looser upper bound on the search's payoff than ``payoff_bound``, without a window.
+
+        A step's price of a GPU is b x P(mean usage of its server) / G (``window``); its lowest
+        over servers, from the decision's usage prefix sums, bounds every plan's cost per GPU
+        (it ignores which servers have a free GPU, and rings and NICs). With the fastest rate
+        (``_max_rate``) every plan of the search is matched as in ``payoff_bound``. Most offers
+        of a busy trace end here."""
+        menu = _menu(job, nodes.cluster.total_gpus)
+        if not menu:
+            return -math.inf
+        b, steps = self._steps(nodes, slot, horizon_end_s)
+        Z = self._usage_prefix(nodes, slot, steps * b)
+        edges = Z[:, 0:(steps + 1) * b:b]
+        step_len = b * nodes.slot_s
+        low = (b * self.prices_g(np.diff(edges, axis=1) / b) / nodes.cluster.gpus[:, None]).min(axis=0)
+        if self.p.energy_cost_per_gpu_s:
+            low = low + self.p.energy_cost_per_gpu_s * step_len
+        w = np.array(menu)
+        rates = np.array([self._max_rate(nodes, job, x) for x in menu]) * step_len
+        starts = slot * nodes.slot_s + step_len * np.arange(steps)
+        return best_uniform_payoff(w[:, None] * low[None, :], rates, remaining, starts, step_len,
+                                   job.utility, job.arrival_s)
+
+    def _window_if_it_can_pay(self, job: Job, remaining: float, nodes: Nodes, slot: int,
+                              end_s: float) -> PriceWindow | None:
+        """The price window for a search, or None when an upper bound on the payoff says that no
+        plan pays (the cheap ``quick_bound`` first, then ``payoff_bound`` on the window)."""
+        if self.quick_bound(job, remaining, nodes, slot, end_s) < -1e-9 * float(job.utility.max_value):
+            return None  # (the margin covers rounding in the prefix sums)
+        win = self.window(nodes, slot, end_s)
+        return win if self.payoff_bound(job, remaining, nodes, win) > -1e-9 * float(job.utility.max_value) else None
+
     def payoff_bound(self, job: Job, remaining: float, nodes: Nodes, win: PriceWindow) -> float:
         """An upper bound on the payoff ``search`` can find in ``win``, about ten times cheaper.
 
@@ -315,11 +370,17 @@ class Gadget(Policy):
         menu = _menu(job, nodes.cluster.total_gpus)
         if not menu:
             return -math.inf
-        rates = [self._max_rate(nodes, job, w) * win.step_len_s for w in menu]
+        w = np.array(menu)
+        rates = np.array([self._max_rate(nodes, job, x) for x in menu]) * win.step_len_s
         total = win.free.sum(axis=0)
+
+        def value(cost):
+            return best_uniform_payoff(cost, rates, remaining, win.starts_s, win.step_len_s, job.utility, job.arrival_s)
+
         # first the looser bound (every GPU at the step's lowest price): no sort when it decides
         low = np.where(win.free > 0, win.gp, np.inf).min(axis=0)
-        top = self._relaxed(job, remaining, win, menu, rates, lambda w: np.where(total >= w, w * low, np.inf))
+        fits = total[None, :] >= w[:, None]
+        top = value(np.where(fits, w[:, None] * low[None, :], np.inf))
         if top <= 0 or menu == [1]:  # (for one worker both bounds are the same)
             return top
         order = np.argsort(win.gp, axis=0, kind="stable")  # (servers, steps): cheapest first
@@ -327,25 +388,12 @@ class Gadget(Policy):
         ps = np.take_along_axis(win.gp, order, axis=0)
         cf = np.cumsum(fs, axis=0)
         cc = np.cumsum(fs * ps, axis=0)
-        cols = np.arange(win.steps)
-
-        def cheapest(w):  # the w cheapest free GPUs of each step
-            j = np.minimum((cf < w).sum(axis=0), cf.shape[0] - 1)  # the server that completes w GPUs
-            before_f = np.where(j > 0, cf[j - 1, cols], 0)
-            before_c = np.where(j > 0, cc[j - 1, cols], 0.0)
-            return np.where(total >= w, before_c + (w - before_f) * ps[j, cols], np.inf)
-
-        return self._relaxed(job, remaining, win, menu, rates, cheapest)
-
-    @staticmethod
-    def _relaxed(job: Job, remaining: float, win: PriceWindow, menu, rates, cost_of) -> float:
-        top = -math.inf
-        for w, r in zip(menu, rates):
-            prog = np.full(win.steps, r)
-            ch = best_contiguous(cost_of(w), prog, remaining, win.starts_s, win.step_len_s, job.utility, job.arrival_s)
-            if ch is not None and ch.payoff > top:
-                top = ch.payoff
-        return top
+        # the w cheapest free GPUs of each step: up to the server that completes w GPUs
+        j = np.minimum((cf[None, :, :] < w[:, None, None]).sum(axis=1), cf.shape[0] - 1)  # (menu, steps)
+        cols = np.arange(win.steps)[None, :]
+        before_f = np.where(j > 0, cf[j - 1, cols], 0)
+        before_c = np.where(j > 0, cc[j - 1, cols], 0.0)
+        return value(np.where(fits, before_c + (w[:, None] - before_f) * ps[j, cols], np.inf))
 
     def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, *, horizon_end_s: float,
                current: tuple = (), ran_before: bool = False, win: PriceWindow | None = None) -> Plan | None:
@@ -527,6 +575,10 @@ class Gadget(Policy):
 
     def optimize(self, jobs, nodes, previous_allocations):
         self._ensure(nodes, jobs)
+        if getattr(nodes.speed, "version", 0) != self._speed_version:  # refitted: cached speeds are stale
+            self._speed_version = getattr(nodes.speed, "version", 0)
+            self._rates.clear()
+            self._alone.clear()
         S = nodes.cluster.num_servers
         slot = round(nodes.now_s / nodes.slot_s)
         active = {js.job_id: js for js in jobs}
@@ -560,18 +612,23 @@ class Gadget(Policy):
             self.tried_epoch[jid] = self.epoch
             must = jid in behind or (js.first_start_s is not None and self.p.admission == "strict")
             remaining = js.remaining_at(nodes.now_s)
-            win = self.window(nodes, slot, self._horizon_end(js, nodes))
-            if not must and self.p.bound_first and self.payoff_bound(js.job, remaining, nodes, win) <= 0:
-                plan = None  # no plan can pay: the search would fail, skip it
-                self.bound_skips += 1
-            else:
-                plan = self.search(js.job, remaining, nodes, slot, horizon_end_s=0.0, win=win,
-                                   current=previous_allocations.get(jid, ()), ran_before=js.first_start_s is not None)
+            end_s = self._horizon_end(js, nodes)
+            win = None
+            if not must and self.p.bound_first:
+                win = self._window_if_it_can_pay(js.job, remaining, nodes, slot, end_s)
+                if win is None:  # no plan can pay: the search would fail, so it is skipped
+                    self.bound_skips += 1
+                    if last is not None:
+                        self.misses[jid] = self.misses.get(jid, 0) + 1
+                    continue
+            plan = self.search(js.job, remaining, nodes, slot, horizon_end_s=end_s, win=win,
+                               current=previous_allocations.get(jid, ()), ran_before=js.first_start_s is not None)
             if plan is not None and (plan.payoff > 0 or must):
                 self._commit(jid, plan, S)
                 self.misses.pop(jid, None)
             elif last is not None:
                 self.misses[jid] = self.misses.get(jid, 0) + 1
+        running_plan = []  # jobs running their plan in this slot (those a top-up may grow)
         for jid, plan in self.plans.items():
             pl = plan.at(slot)
             if pl:
@@ -579,8 +636,9 @@ class Gadget(Policy):
                 if prev and prev != pl and len(prev) == len(pl):
                     pl = self._stay_put(plan, slot, prev, nodes)
                 out[jid] = pl
+                running_plan.append(active[jid])
         if self.p.work_conserving:
-            self._lend(jobs, nodes, slot, out, previous_allocations)
+            self._lend(jobs, nodes, slot, out, previous_allocations, running_plan)
         return out
 
     def _stay_put(self, plan: Plan, slot: int, prev: tuple, nodes: Nodes) -> tuple:
@@ -613,7 +671,7 @@ class Gadget(Policy):
                if plan.last_slot * slot_s > now_s]
         return min(nxt) * slot_s if nxt else None
 
-    def _lend(self, jobs, nodes: Nodes, slot: int, out: dict, previous) -> None:
+    def _lend(self, jobs, nodes: Nodes, slot: int, out: dict, previous, running_plan) -> None:
         """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first; what
         is still idle then tops up planned jobs (``_top_up``)."""
         k = max(1, self.p.lend_lookahead)
@@ -630,16 +688,31 @@ class Gadget(Policy):
         if idle:
             self._lend_idle(idle, nodes, out, previous, free, now_free, bfree, now_bfree)
         if self.p.top_up and now_free.sum() > 0:
-            self._top_up(jobs, nodes, slot, out, previous, free, now_free, bfree, now_bfree)
+            self._top_up(running_plan, nodes, out, previous, free, now_free, bfree, now_bfree)
+
+    def _sparse(self, pl: tuple) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(servers, workers on each, crosses servers) of a placement; placements repeat, so cached."""
+        r = self._sparse_cache.get(pl)
+        if r is None:
+            if len(self._sparse_cache) >= 1 << 16:
+                self._sparse_cache.clear()
+            srv, cnt = np.unique(np.asarray(pl, dtype=np.int64), return_counts=True)
+            r = self._sparse_cache[pl] = (srv, cnt, srv.size > 1)
+        return r
 
     def _lend_idle(self, idle, nodes: Nodes, out: dict, previous, free, now_free, bfree, now_bfree) -> None:
         """Lend to jobs with nothing committed in this slot (arrays are updated in place)."""
         now = nodes.now_s
+        nic = self.p.nic_share
 
-        def left_s(js):
-            return js.remaining_at(now) / max(nodes.throughput_sps(js, js.job.max_workers), 1e-12)
+        def alone_sps(js):  # the job's speed at its widest consolidated size (fixed per job)
+            r = self._alone.get(js.job_id)
+            if r is None:
+                r = self._alone[js.job_id] = max(nodes.throughput_sps(js, js.job.max_workers), 1e-12)
+            return r
 
-        idle.sort(key=lambda js: (left_s(js), js.job.arrival_s, js.index))
+        idle.sort(key=lambda js: (js.remaining_at(now) / alone_sps(js), js.job.arrival_s, js.index))
+        free_total = int(free.sum())
         for js in idle:
             prev = previous.get(js.job_id, ())
             plan = self.plans.get(js.job_id)
@@ -647,28 +720,23 @@ class Gadget(Policy):
                 # a planned job starts early where its plan will run it (no move later): its
                 # own reservations are what the lookahead would see there, so check this slot
                 first = plan.first_placement
-                counts = np.bincount(np.asarray(first), minlength=free.size)
-                multi = (counts > 0).sum() > 1
-                if np.all(counts <= np.minimum(now_free, free + counts)) and \
-                        (not multi or np.all(now_bfree[counts > 0] >= self.p.nic_share)):
+                srv, cnt, multi = self._sparse(first)
+                if np.all(cnt <= now_free[srv]) and (not multi or np.all(now_bfree[srv] >= nic)):
                     out[js.job_id] = first
-                    now_free -= counts
-                    np.minimum(free, now_free, out=free)
-                    if multi:
-                        now_bfree[counts > 0] -= self.p.nic_share
-                        np.minimum(bfree, now_bfree, out=bfree)
+                    self._take_lent_at(srv, cnt, multi, free, now_free, bfree, now_bfree)
+                    free_total = int(free.sum())
                     continue
                 # its planned servers are busy now: lend it others until its plan starts
-            if free.sum() < js.job.min_workers:
+            if free_total < js.job.min_workers:
                 continue
             if prev:
                 # where it runs on lent GPUs now, it stays while they are idle in this slot: a
                 # commitment due later takes them back then, and moving earlier gains nothing
-                counts = np.bincount(np.asarray(prev), minlength=free.size)
-                multi = (counts > 0).sum() > 1
-                if np.all(counts <= now_free) and (not multi or np.all(now_bfree[counts > 0] >= self.p.nic_share)):
+                srv, cnt, multi = self._sparse(prev)
+                if np.all(cnt <= now_free[srv]) and (not multi or np.all(now_bfree[srv] >= nic)):
                     out[js.job_id] = prev
-                    self._take_lent(counts, counts > 0 if multi else None, free, now_free, bfree, now_bfree)
+                    self._take_lent_at(srv, cnt, multi, free, now_free, bfree, now_bfree)
+                    free_total = int(free.sum())
                     continue
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
@@ -676,20 +744,20 @@ class Gadget(Policy):
             while w >= js.job.min_workers:
                 pl = consolidated(w, free)
                 if pl is not None:
-                    counts = np.bincount(np.asarray(pl), minlength=free.size)
-                    multi = (counts > 0).sum() > 1
-                    if not multi or np.all(bfree[counts > 0] >= self.p.nic_share):
+                    srv, cnt, multi = self._sparse(pl)
+                    if not multi or np.all(bfree[srv] >= nic):
                         out[js.job_id] = pl
-                        free -= counts
-                        now_free -= counts
+                        free[srv] -= cnt
+                        now_free[srv] -= cnt
                         if multi:
-                            bfree[counts > 0] -= self.p.nic_share
+                            bfree[srv] -= nic
+                        free_total = int(free.sum())
                         break
                 w -= 1
-            if now_free.sum() == 0:
+            if not now_free.any():
                 break
 
-    def _top_up(self, jobs, nodes: Nodes, slot: int, out: dict, previous, free, now_free, bfree, now_bfree) -> None:
+    def _top_up(self, running_plan, nodes: Nodes, out: dict, previous, free, now_free, bfree, now_bfree) -> None:
         """Idle GPUs on top of a planned job's committed placement, shortest job first.
 
         The job keeps every GPU of its plan (the commitment is untouched) and gains lent ones,
@@ -703,14 +771,7 @@ class Gadget(Policy):
         window = max(1, self.p.lend_lookahead) * nodes.slot_s
         S = free.size
         nic = self.p.nic_share
-        cands = []
-        for js in jobs:
-            jid = js.job_id
-            base = out.get(jid)
-            plan = self.plans.get(jid)
-            if not base or plan is None or plan.at(slot) != base or len(base) >= js.job.max_workers:
-                continue
-            cands.append(js)
+        cands = [js for js in running_plan if len(out[js.job_id]) < js.job.max_workers]
         if not cands:
             return
         speed = nodes.speed
@@ -775,6 +836,14 @@ class Gadget(Policy):
                 _, counts, extra, new_srv = best
                 out[jid] = counts_to_placement(counts)
                 self._take_lent(extra, new_srv, free, now_free, bfree, now_bfree)
+
+    def _take_lent_at(self, srv, cnt, multi: bool, free, now_free, bfree, now_bfree) -> None:
+        """``_take_lent`` for a placement given as (servers, counts): its NIC share where it crosses servers."""
+        now_free[srv] -= cnt
+        np.minimum(free, now_free, out=free)
+        if multi:
+            now_bfree[srv] -= self.p.nic_share
+            np.minimum(bfree, now_bfree, out=bfree)
 
     def _take_lent(self, extra, new_srv, free, now_free, bfree, now_bfree) -> None:
         now_free -= extra

@@ -51,6 +51,7 @@ class Ledger:
         n = self.gpus.size
         self.gpu_used = np.zeros((n, initial_slots), dtype=np.int32)
         self.bw_used = np.zeros((n, initial_slots), dtype=float)  # fraction of the NIC
+        self.version = 0  # bumps at every change: what was computed from the ledger is stale then
 
     def _ensure(self, end_slot: int) -> None:
         have = self.gpu_used.shape[1]
@@ -73,6 +74,7 @@ class Ledger:
         if end <= start:
             return
         self._ensure(end)
+        self.version += 1
         self.gpu_used[:, start:end] += sign * counts.astype(np.int32)[:, None]
         if np.any(bw_frac):
             self.bw_used[:, start:end] += sign * bw_frac[:, None]
@@ -81,6 +83,7 @@ class Ledger:
 
     def add(self, slot: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
         self._ensure(slot + 1)
+        self.version += 1
         self.gpu_used[:, slot] += sign * counts.astype(np.int32)
         self.bw_used[:, slot] += sign * bw_frac
         if sign < 0:

@@ -296,7 +296,7 @@ def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
         if plan is not None:
             tol = 1e-9 * max(1.0, abs(plan.payoff))
             assert bound >= plan.payoff - tol
-            assert quick >= bound - 1e-9 * max(1.0, abs(bound))  # the cheaper one is the looser one
+            assert quick >= plan.payoff - tol
 
 
 def test_payoff_bound_leaves_decisions_unchanged():
@@ -311,3 +311,23 @@ def test_payoff_bound_leaves_decisions_unchanged():
         runs[on] = (r.jobs.to_csv(index=False), pol.bound_skips)
     assert runs[True][0] == runs[False][0]
     assert runs[True][1] > 0 and runs[False][1] == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 600), st.integers(0, 2), st.integers(1, 3),
+                              st.sampled_from([1, -1]), st.integers(0, 5000)), max_size=25))
+def test_ledger_usage_prefix_follows_every_change(ops):
+    """The running usage sums behind the quick bound stay equal to sums recomputed from the
+    ledger through commits, releases, growth and queries that move its base."""
+    from ringsched.policies.gadget.prices import Ledger
+
+    led = Ledger(np.array([8, 8, 4]), np.ones(3), initial_slots=16)
+    for start, length, server, count, sign, query in ops:
+        counts = np.zeros(3, dtype=np.int64)
+        counts[server] = count
+        if sign < 0:  # remove only what is there
+            counts = np.minimum(counts, led.window(start, start + length)[0][:, :].min(axis=1))
+        led.add_range(start, start + length, counts, np.zeros(3), sign)
+        z = led.usage_prefix(query, query + 700)
+        used = led.window(query, query + 700)[0] / led.gpus[:, None]
+        np.testing.assert_allclose(np.diff(z, axis=1), used, atol=1e-9)

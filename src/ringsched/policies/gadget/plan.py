@@ -128,19 +128,20 @@ def best_uniform_payoff(cost: np.ndarray, progress: np.ndarray, remaining: float
     ``cost`` is (rows, steps), inf where the row cannot run. The work is shaved by 1e-9 so
     that rounding can only raise the value: it stays an upper bound of the exact search."""
     m, n = cost.shape
+    rem = remaining * (1 - 1e-9)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.ceil(rem / progress)  # steps to finish
+    usable = (progress > 0) & (k <= n)
+    if not usable.any():
+        return -np.inf
+    k = np.where(usable, np.maximum(k, 1), 1).astype(np.int64)
+    frac = np.clip((rem - (k - 1) * progress) / np.where(usable, progress, 1.0), 0.0, 1.0)
     ok = np.isfinite(cost)
     C = np.zeros((m, n + 1))
     np.cumsum(np.where(ok, cost, 0.0), axis=1, out=C[:, 1:])
     B = np.zeros((m, n + 1), dtype=np.int64)
     np.cumsum(~ok, axis=1, out=B[:, 1:])
-    rem = remaining * (1 - 1e-9)
-    prog = np.where(progress > 0, progress, np.nan)
-    with np.errstate(invalid="ignore"):
-        k = np.ceil(rem / prog)  # steps to finish
-    usable = np.isfinite(k) & (k <= n)
-    if not usable.any():
-        return -np.inf
-    k = np.where(usable, np.maximum(k, 1), n + 1).astype(np.int64)
+    k = np.where(usable, k, n + 1)
     s0 = np.arange(n)[None, :]
     e = s0 + k[:, None] - 1
     valid = e < n
@@ -149,7 +150,6 @@ def best_uniform_payoff(cost: np.ndarray, progress: np.ndarray, remaining: float
     valid &= (B[rows, e + 1] - B[rows, s0]) == 0
     if not valid.any():
         return -np.inf
-    frac = np.clip((rem - (k - 1) * np.nan_to_num(prog)) / np.where(usable, prog, 1.0), 0.0, 1.0)
     finish = step_start_s[e] + frac[:, None] * step_len_s
     pay = np.asarray(utility(finish - arrival_s), dtype=float) - (C[rows, e + 1] - C[rows, s0])
     return float(np.max(np.where(valid, pay, -np.inf)))

@@ -189,7 +189,6 @@ class Gadget(Policy):
         self._alone: dict[str, float] = {}  # samples/s at the widest consolidated size
         self._sparse_cache: dict[tuple, tuple] = {}
         self._speed_version = 0
-        self._prefix: tuple | None = None
         self.bound_skips = 0
         self.plans_made = 0
         self.rejected_payoff = 0
@@ -311,25 +310,11 @@ class Gadget(Policy):
             self._rates[key] = r
         return r
 
-    def _usage_prefix(self, nodes: Nodes, slot: int, n: int) -> np.ndarray:
-        """(servers, n + 1) prefix sums over slots from ``slot`` of each server's committed GPU
-        share: any step's mean usage is one difference. Shared by the offers of a decision until
-        the ledger changes."""
-        key = (slot, self.ledger.version)
-        if self._prefix is None or self._prefix[0] != key or self._prefix[1].shape[1] <= n:
-            if self._prefix is not None and self._prefix[0] == key:
-                n = max(n, 2 * (self._prefix[1].shape[1] - 1))
-            used = self.ledger.window(slot, slot + n)[0]
-            z = np.zeros((used.shape[0], n + 1))
-            np.cumsum(used / nodes.cluster.gpus[:, None], axis=1, out=z[:, 1:])
-            self._prefix = (key, z)
-        return self._prefix[1]
-
     def quick_bound(self, job: Job, remaining: float, nodes: Nodes, slot: int, horizon_end_s: float) -> float:
         """A looser upper bound on the search's payoff than ``payoff_bound``, without a window.
 
         A step's price of a GPU is b x P(mean usage of its server) / G (``window``); its lowest
-        over servers, from the decision's usage prefix sums, bounds every plan's cost per GPU
+        over servers, from the ledger's running usage sums, bounds every plan's cost per GPU
         (it ignores which servers have a free GPU, and rings and NICs). With the fastest rate
         (``_max_rate``) every plan of the search is matched as in ``payoff_bound``. Most offers
         of a busy trace end here."""
@@ -337,10 +322,13 @@ class Gadget(Policy):
         if not menu:
             return -math.inf
         b, steps = self._steps(nodes, slot, horizon_end_s)
-        Z = self._usage_prefix(nodes, slot, steps * b)
-        edges = Z[:, 0:(steps + 1) * b:b]
+        edges = self.ledger.usage_prefix(slot, slot + steps * b)[:, ::b]
         step_len = b * nodes.slot_s
-        low = (b * self.prices_g(np.diff(edges, axis=1) / b) / nodes.cluster.gpus[:, None]).min(axis=0)
+        # P rises: the lowest price is that of the least used server (at the largest G, for clusters
+        # with servers of different sizes), so one exponential per step; the usage is lowered
+        # by 1e-6 so that rounding in the running sums cannot raise the bound's prices
+        z = np.maximum(np.diff(edges, axis=1).min(axis=0) / b - 1e-6, 0.0)
+        low = b * self.prices_g(z) / float(nodes.cluster.gpus.max())
         if self.p.energy_cost_per_gpu_s:
             low = low + self.p.energy_cost_per_gpu_s * step_len
         w = np.array(menu)

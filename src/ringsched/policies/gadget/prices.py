@@ -52,6 +52,8 @@ class Ledger:
         self.gpu_used = np.zeros((n, initial_slots), dtype=np.int32)
         self.bw_used = np.zeros((n, initial_slots), dtype=float)  # fraction of the NIC
         self.version = 0  # bumps at every change: what was computed from the ledger is stale then
+        self._zp: np.ndarray | None = None  # prefix sums of the used GPU share (``usage_prefix``)
+        self._zbase = 0
 
     def _ensure(self, end_slot: int) -> None:
         have = self.gpu_used.shape[1]
@@ -69,12 +71,44 @@ class Ledger:
         self._ensure(end)
         return self.gpu_used[:, start:end], self.bw_used[:, start:end]
 
+    def usage_prefix(self, start: int, end: int) -> np.ndarray:
+        """(servers, end - start + 1): column i is the sum of each server's used GPU share over
+        the slots before start + i, from some earlier base slot, so the mean usage of any block
+        of slots in [start, end) is one difference. Kept current by every change instead of
+        being recomputed for every plan offer; rebuilt when ``start`` moves far from the base."""
+        zp, base = self._zp, self._zbase
+        if zp is None or start < base or start - base > 4096:
+            base, zp = start, np.zeros((self.gpus.size, 1))
+        have = base + zp.shape[1] - 1  # sums cover slots [base, have)
+        if end > have:
+            to = max(end, have + 1024)
+            used = self.window(have, to)[0]
+            grown = np.empty((zp.shape[0], zp.shape[1] + to - have))
+            grown[:, :zp.shape[1]] = zp
+            np.cumsum(used / self.gpus[:, None], axis=1, out=grown[:, zp.shape[1]:])
+            grown[:, zp.shape[1]:] += zp[:, -1:]
+            zp = grown
+        self._zp, self._zbase = zp, base
+        return zp[:, start - base:end - base + 1]
+
+    def _shift_prefix(self, start: int, end: int, rows: np.ndarray, delta: np.ndarray) -> None:
+        zp, base = self._zp, self._zbase
+        lo, hi = max(start, base), min(end, base + zp.shape[1] - 1)
+        if hi <= lo:
+            return
+        i0, i1 = lo - base, hi - base
+        zp[rows, i0 + 1:i1 + 1] += delta[:, None] * np.arange(1, hi - lo + 1)
+        zp[rows, i1 + 1:] += delta[:, None] * (hi - lo)
+
     def add_range(self, start: int, end: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
         """Add (sign=-1: remove) the same usage to every slot in [start, end)."""
         if end <= start:
             return
         self._ensure(end)
         self.version += 1
+        if self._zp is not None:
+            rows = np.flatnonzero(counts)
+            self._shift_prefix(start, end, rows, sign * counts[rows] / self.gpus[rows])
         self.gpu_used[:, start:end] += sign * counts.astype(np.int32)[:, None]
         if np.any(bw_frac):
             self.bw_used[:, start:end] += sign * bw_frac[:, None]
@@ -82,9 +116,4 @@ class Ledger:
                 np.maximum(self.bw_used[:, start:end], 0.0, out=self.bw_used[:, start:end])
 
     def add(self, slot: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
-        self._ensure(slot + 1)
-        self.version += 1
-        self.gpu_used[:, slot] += sign * counts.astype(np.int32)
-        self.bw_used[:, slot] += sign * bw_frac
-        if sign < 0:
-            np.maximum(self.bw_used[:, slot], 0.0, out=self.bw_used[:, slot])
+        self.add_range(slot, slot + 1, counts, bw_frac, sign)

@@ -129,9 +129,8 @@ def best_uniform_payoff(cost: np.ndarray, progress: np.ndarray, remaining: float
     that rounding can only raise the value: it stays an upper bound of the exact search."""
     m, n = cost.shape
     rem = remaining * (1 - 1e-9)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.ceil(rem / progress)  # steps to finish
-    usable = (progress > 0) & (k <= n)
+    k = np.ceil(np.divide(rem, progress, out=np.full(m, np.inf), where=progress > 0))  # steps to finish
+    usable = k <= n
     if not usable.any():
         return -np.inf
     k = np.where(usable, np.maximum(k, 1), 1).astype(np.int64)

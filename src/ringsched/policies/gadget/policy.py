@@ -678,15 +678,42 @@ class Gadget(Policy):
         if self.p.top_up and now_free.sum() > 0:
             self._top_up(running_plan, nodes, out, previous, free, now_free, bfree, now_bfree)
 
-    def _sparse(self, pl: tuple) -> tuple[np.ndarray, np.ndarray, bool]:
-        """(servers, workers on each, crosses servers) of a placement; placements repeat, so cached."""
+    def _sparse(self, pl: tuple) -> tuple[np.ndarray, np.ndarray, bool, tuple]:
+        """(servers, workers on each, crosses servers, the (server, workers) pairs as Python ints)
+        of a placement; placements repeat, so cached."""
         r = self._sparse_cache.get(pl)
         if r is None:
             if len(self._sparse_cache) >= 1 << 16:
                 self._sparse_cache.clear()
             srv, cnt = np.unique(np.asarray(pl, dtype=np.int64), return_counts=True)
-            r = self._sparse_cache[pl] = (srv, cnt, srv.size > 1)
+            pairs = tuple(zip(srv.tolist(), cnt.tolist()))
+            r = self._sparse_cache[pl] = (srv, cnt, srv.size > 1, pairs)
         return r
+
+    def _fits_now(self, pairs: tuple, multi: bool, now_free, now_bfree) -> bool:
+        """Whether a placement's GPUs (and NIC share, if it crosses servers) are idle in this slot.
+        Scalar checks: placements have one or a few servers, and this runs for every idle job."""
+        if not multi:
+            s, c = pairs[0]
+            return now_free[s] >= c
+        nic = self.p.nic_share
+        return all(now_free[s] >= c and now_bfree[s] >= nic for s, c in pairs)
+
+    def _take_now(self, pairs: tuple, multi: bool, free, now_free, bfree, now_bfree) -> int:
+        """Lend a placement's GPUs in this slot (``free``, which also covers the lookahead, stays
+        at most ``now_free``); returns the change of ``free``'s total."""
+        nic = self.p.nic_share
+        change = 0
+        for s, c in pairs:
+            now_free[s] -= c
+            if free[s] > now_free[s]:
+                change += int(now_free[s] - free[s])
+                free[s] = now_free[s]
+            if multi:
+                now_bfree[s] -= nic
+                if bfree[s] > now_bfree[s]:
+                    bfree[s] = now_bfree[s]
+        return change
 
     def _lend_idle(self, idle, nodes: Nodes, out: dict, previous, free, now_free, bfree, now_bfree) -> None:
         """Lend to jobs with nothing committed in this slot (arrays are updated in place)."""
@@ -699,20 +726,22 @@ class Gadget(Policy):
                 r = self._alone[js.job_id] = max(nodes.throughput_sps(js, js.job.max_workers), 1e-12)
             return r
 
-        idle.sort(key=lambda js: (js.remaining_at(now) / alone_sps(js), js.job.arrival_s, js.index))
+        # shortest remaining time alone first (then arrival, then index: a total order)
+        left = np.array([js.remaining_at(now) for js in idle]) / np.array([alone_sps(js) for js in idle])
+        order = np.lexsort((np.array([js.index for js in idle]), np.array([js.job.arrival_s for js in idle]), left))
         free_total = int(free.sum())
-        for js in idle:
+        for i in order.tolist():
+            js = idle[i]
             prev = previous.get(js.job_id, ())
             plan = self.plans.get(js.job_id)
             if plan is not None:
                 # a planned job starts early where its plan will run it (no move later): its
                 # own reservations are what the lookahead would see there, so check this slot
                 first = plan.first_placement
-                srv, cnt, multi = self._sparse(first)
-                if np.all(cnt <= now_free[srv]) and (not multi or np.all(now_bfree[srv] >= nic)):
+                _, _, multi, pairs = self._sparse(first)
+                if self._fits_now(pairs, multi, now_free, now_bfree):
                     out[js.job_id] = first
-                    self._take_lent_at(srv, cnt, multi, free, now_free, bfree, now_bfree)
-                    free_total = int(free.sum())
+                    free_total += self._take_now(pairs, multi, free, now_free, bfree, now_bfree)
                     continue
                 # its planned servers are busy now: lend it others until its plan starts
             if free_total < js.job.min_workers:
@@ -720,11 +749,10 @@ class Gadget(Policy):
             if prev:
                 # where it runs on lent GPUs now, it stays while they are idle in this slot: a
                 # commitment due later takes them back then, and moving earlier gains nothing
-                srv, cnt, multi = self._sparse(prev)
-                if np.all(cnt <= now_free[srv]) and (not multi or np.all(now_bfree[srv] >= nic)):
+                _, _, multi, pairs = self._sparse(prev)
+                if self._fits_now(pairs, multi, now_free, now_bfree):
                     out[js.job_id] = prev
-                    self._take_lent_at(srv, cnt, multi, free, now_free, bfree, now_bfree)
-                    free_total = int(free.sum())
+                    free_total += self._take_now(pairs, multi, free, now_free, bfree, now_bfree)
                     continue
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
@@ -732,7 +760,7 @@ class Gadget(Policy):
             while w >= js.job.min_workers:
                 pl = consolidated(w, free)
                 if pl is not None:
-                    srv, cnt, multi = self._sparse(pl)
+                    srv, cnt, multi, _ = self._sparse(pl)
                     if not multi or np.all(bfree[srv] >= nic):
                         out[js.job_id] = pl
                         free[srv] -= cnt
@@ -824,14 +852,6 @@ class Gadget(Policy):
                 _, counts, extra, new_srv = best
                 out[jid] = counts_to_placement(counts)
                 self._take_lent(extra, new_srv, free, now_free, bfree, now_bfree)
-
-    def _take_lent_at(self, srv, cnt, multi: bool, free, now_free, bfree, now_bfree) -> None:
-        """``_take_lent`` for a placement given as (servers, counts): its NIC share where it crosses servers."""
-        now_free[srv] -= cnt
-        np.minimum(free, now_free, out=free)
-        if multi:
-            now_bfree[srv] -= self.p.nic_share
-            np.minimum(bfree, now_bfree, out=bfree)
 
     def _take_lent(self, extra, new_srv, free, now_free, bfree, now_bfree) -> None:
         now_free -= extra

@@ -599,18 +599,7 @@ class Gadget(Policy):
             self.last_try[jid] = slot
             self.tried_epoch[jid] = self.epoch
             must = jid in behind or (js.first_start_s is not None and self.p.admission == "strict")
-            remaining = js.remaining_at(nodes.now_s)
-            end_s = self._horizon_end(js, nodes)
-            win = None
-            if not must and self.p.bound_first:
-                win = self._window_if_it_can_pay(js.job, remaining, nodes, slot, end_s)
-                if win is None:  # no plan can pay: the search would fail, so it is skipped
-                    self.bound_skips += 1
-                    if last is not None:
-                        self.misses[jid] = self.misses.get(jid, 0) + 1
-                    continue
-            plan = self.search(js.job, remaining, nodes, slot, horizon_end_s=end_s, win=win,
-                               current=previous_allocations.get(jid, ()), ran_before=js.first_start_s is not None)
+            plan = self.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must)
             if plan is not None and (plan.payoff > 0 or must):
                 self._commit(jid, plan, S)
                 self.misses.pop(jid, None)
@@ -628,6 +617,21 @@ class Gadget(Policy):
         if self.p.work_conserving:
             self._lend(jobs, nodes, slot, out, previous_allocations, running_plan)
         return out
+
+    def offer(self, js: JobState, nodes: Nodes, slot: int, current: tuple = (), *, must: bool = False) -> Plan | None:
+        """One offer: the job's best plan at current prices, or None when none exists or, unless
+        the plan is taken whatever its payoff (``must``), when an upper bound on the payoff shows
+        that none can pay (``bound_first``: the search is skipped, with the same outcome)."""
+        remaining = js.remaining_at(nodes.now_s)
+        end_s = self._horizon_end(js, nodes)
+        win = None
+        if not must and self.p.bound_first:
+            win = self._window_if_it_can_pay(js.job, remaining, nodes, slot, end_s)
+            if win is None:
+                self.bound_skips += 1
+                return None
+        return self.search(js.job, remaining, nodes, slot, horizon_end_s=end_s, win=win, current=current,
+                           ran_before=js.first_start_s is not None)
 
     def _stay_put(self, plan: Plan, slot: int, prev: tuple, nodes: Nodes) -> tuple:
         """A plan segment that starts now moves to where its job already runs (on lent GPUs,

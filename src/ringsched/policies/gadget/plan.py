@@ -152,3 +152,29 @@ def best_uniform_payoff(cost: np.ndarray, progress: np.ndarray, remaining: float
     finish = step_start_s[e] + frac[:, None] * step_len_s
     pay = np.asarray(utility(finish - arrival_s), dtype=float) - (C[rows, e + 1] - C[rows, s0])
     return float(np.max(np.where(valid, pay, -np.inf)))
+
+
+def uniform_plans(cost: np.ndarray, progress: np.ndarray, remaining: np.ndarray, now_s: float,
+                  step_len_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``best_uniform_payoff`` before the utility, for rows with their own work and step length
+    (several jobs at once): (finish time, cost) of the plan starting in every step, (rows, steps),
+    cost inf where the plan does not fit. Steps start at now_s + i x step_len_s."""
+    m, n = cost.shape
+    rem = remaining * (1 - 1e-9)
+    k = np.ceil(np.divide(rem, progress, out=np.full(m, np.inf), where=progress > 0))  # steps to finish
+    usable = k <= n
+    kk = np.where(usable, np.maximum(k, 1), n + 1).astype(np.int64)
+    frac = np.clip((rem - (np.where(usable, kk, 1) - 1) * progress) / np.where(usable, progress, 1.0), 0.0, 1.0)
+    ok = np.isfinite(cost)
+    C = np.zeros((m, n + 1))
+    np.cumsum(np.where(ok, cost, 0.0), axis=1, out=C[:, 1:])
+    B = np.zeros((m, n + 1), dtype=np.int64)
+    np.cumsum(~ok, axis=1, out=B[:, 1:])
+    s0 = np.arange(n)[None, :]
+    e = s0 + kk[:, None] - 1
+    valid = e < n
+    e = np.minimum(e, n - 1)
+    rows = np.arange(m)[:, None]
+    valid &= (B[rows, e + 1] - B[rows, s0]) == 0
+    finish = now_s + step_len_s[:, None] * e + frac[:, None] * step_len_s[:, None]
+    return finish, np.where(valid, C[rows, e + 1] - C[rows, s0], np.inf)

@@ -32,7 +32,7 @@ from ringsched.job import Job
 from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.gadget.embed import StepEmbeddings, embed, server_first
-from ringsched.policies.gadget.plan import best_contiguous, best_uniform_payoff
+from ringsched.policies.gadget.plan import best_contiguous, best_uniform_payoff, uniform_plans
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.registry import register
 
@@ -311,38 +311,61 @@ class Gadget(Policy):
         return r
 
     def quick_bound(self, job: Job, remaining: float, nodes: Nodes, slot: int, horizon_end_s: float) -> float:
-        """A looser upper bound on the search's payoff than ``payoff_bound``, without a window.
+        """A looser upper bound on the search's payoff than ``payoff_bound``, without a window
+        (``quick_bounds`` for one job)."""
+        return float(self.quick_bounds([(job, remaining, horizon_end_s)], nodes, slot)[0])
+
+    def quick_bounds(self, offers, nodes: Nodes, slot: int) -> np.ndarray:
+        """``quick_bound`` of several (job, remaining samples, horizon end) at once: the offers of
+        one decision share the work. Offers made in between only raise prices, so bounds taken
+        at the start of a decision stay upper bounds for all of its offers.
 
         A step's price of a GPU is b x P(mean usage of its server) / G (``window``); its lowest
         over servers, from the ledger's running usage sums, bounds every plan's cost per GPU
         (it ignores which servers have a free GPU, and rings and NICs). With the fastest rate
         (``_max_rate``) every plan of the search is matched as in ``payoff_bound``. Most offers
         of a busy trace end here."""
-        menu = _menu(job, nodes.cluster.total_gpus)
-        if not menu:
-            return -math.inf
-        b, steps = self._steps(nodes, slot, horizon_end_s)
-        edges = self.ledger.usage_prefix(slot, slot + steps * b)[:, ::b]
-        step_len = b * nodes.slot_s
+        J = len(offers)
+        out = np.full(J, -np.inf)
+        m = self.p.max_steps
+        rows, B, steps, rems = [], np.ones(J, dtype=np.int64), np.zeros(J, dtype=np.int64), []
+        for i, (job, remaining, end_s) in enumerate(offers):
+            B[i], steps[i] = self._steps(nodes, slot, end_s)
+            for w in _menu(job, nodes.cluster.total_gpus):
+                rows.append((i, w, self._max_rate(nodes, job, w)))
+        if not rows:
+            return out
+        step_len = B * nodes.slot_s
+        edges = np.minimum(np.arange(m + 1)[None, :], steps[:, None]) * B[:, None]  # (J, m + 1) slots
+        Z = self.ledger.usage_prefix(slot, slot + int(edges[:, -1].max()))
         # P rises: the lowest price is that of the least used server (at the largest G, for clusters
         # with servers of different sizes), so one exponential per step; the usage is lowered
         # by 1e-6 so that rounding in the running sums cannot raise the bound's prices
-        z = np.maximum(np.diff(edges, axis=1).min(axis=0) / b - 1e-6, 0.0)
-        low = b * self.prices_g(z) / float(nodes.cluster.gpus.max())
+        z = np.maximum(np.diff(Z[:, edges], axis=2).min(axis=0) / B[:, None] - 1e-6, 0.0)  # (J, m)
+        low = B[:, None] * self.prices_g(z) / float(nodes.cluster.gpus.max())
         if self.p.energy_cost_per_gpu_s:
-            low = low + self.p.energy_cost_per_gpu_s * step_len
-        w = np.array(menu)
-        rates = np.array([self._max_rate(nodes, job, x) for x in menu]) * step_len
-        starts = slot * nodes.slot_s + step_len * np.arange(steps)
-        return best_uniform_payoff(w[:, None] * low[None, :], rates, remaining, starts, step_len,
-                                   job.utility, job.arrival_s)
+            low = low + self.p.energy_cost_per_gpu_s * step_len[:, None]
+        low[np.arange(m)[None, :] >= steps[:, None]] = np.inf  # beyond a job's window
+        job_of = np.array([r[0] for r in rows])
+        w = np.array([r[1] for r in rows], dtype=float)
+        prog = np.array([r[2] for r in rows]) * step_len[job_of]
+        rem = np.array([offers[i][1] for i in job_of])
+        finish, cost = uniform_plans(w[:, None] * low[job_of], prog, rem, slot * nodes.slot_s, step_len[job_of])
+        for i, (job, _, _) in enumerate(offers):
+            r = job_of == i
+            if r.any():
+                pay = np.asarray(job.utility(finish[r] - job.arrival_s), dtype=float) - cost[r]
+                out[i] = float(np.max(pay))  # (-inf where no plan fits: cost inf)
+        return out
 
     def _window_if_it_can_pay(self, job: Job, remaining: float, nodes: Nodes, slot: int,
-                              end_s: float) -> PriceWindow | None:
+                              end_s: float, quick: float | None = None) -> PriceWindow | None:
         """The price window for a search, or None when an upper bound on the payoff says that no
-        plan pays (the cheap ``quick_bound`` first, then ``payoff_bound`` on the window)."""
-        if self.quick_bound(job, remaining, nodes, slot, end_s) < -1e-9 * float(job.utility.max_value):
-            return None  # (the margin covers rounding in the prefix sums)
+        plan pays (the cheap ``quick_bound`` first, unless given, then ``payoff_bound``)."""
+        if quick is None:
+            quick = self.quick_bound(job, remaining, nodes, slot, end_s)
+        if quick < -1e-9 * float(job.utility.max_value):
+            return None  # (the margin covers rounding in the running sums)
         win = self.window(nodes, slot, end_s)
         return win if self.payoff_bound(job, remaining, nodes, win) > -1e-9 * float(job.utility.max_value) else None
 
@@ -583,23 +606,30 @@ class Gadget(Policy):
         # arrival. A deferred job is offered again every retry_every slots, doubling the wait after
         # each offer that failed (up to 2^retry_backoff), and at most once a slot when reservations
         # were released: re-offers rarely succeed and were most of GADGET's time on long traces.
-        offered = 0
         waiting = [js for js in jobs if js.job_id not in self.plans]
         waiting.sort(key=lambda js: (js.job_id not in behind, js.job_id in self.last_try, js.job.arrival_s, js.index))
+        offers = []
         for js in waiting:
-            if offered >= self.p.max_plans_per_slot:
+            if len(offers) >= self.p.max_plans_per_slot:
                 break
-            jid = js.job_id
-            last = self.last_try.get(jid)
-            if last is not None and jid not in behind:
-                wait = self.p.retry_every << min(self.misses.get(jid, 0), self.p.retry_backoff)
-                if slot - last < wait and (self.tried_epoch.get(jid) == self.epoch or slot == last):
+            last = self.last_try.get(js.job_id)
+            if last is not None and js.job_id not in behind:
+                wait = self.p.retry_every << min(self.misses.get(js.job_id, 0), self.p.retry_backoff)
+                if slot - last < wait and (self.tried_epoch.get(js.job_id) == self.epoch or slot == last):
                     continue
-            offered += 1
+            must = js.job_id in behind or (js.first_start_s is not None and self.p.admission == "strict")
+            offers.append((js, last, must))
+        quick = {}
+        if self.p.bound_first:  # the cheap bounds of the decision's offers, at once
+            free_to_skip = [js for js, _, must in offers if not must]
+            vals = self.quick_bounds([(js.job, js.remaining_at(nodes.now_s), self._horizon_end(js, nodes))
+                                      for js in free_to_skip], nodes, slot)
+            quick = {js.job_id: float(v) for js, v in zip(free_to_skip, vals)}
+        for js, last, must in offers:
+            jid = js.job_id
             self.last_try[jid] = slot
             self.tried_epoch[jid] = self.epoch
-            must = jid in behind or (js.first_start_s is not None and self.p.admission == "strict")
-            plan = self.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must)
+            plan = self.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must, quick=quick.get(jid))
             if plan is not None and (plan.payoff > 0 or must):
                 self._commit(jid, plan, S)
                 self.misses.pop(jid, None)
@@ -618,15 +648,17 @@ class Gadget(Policy):
             self._lend(jobs, nodes, slot, out, previous_allocations, running_plan)
         return out
 
-    def offer(self, js: JobState, nodes: Nodes, slot: int, current: tuple = (), *, must: bool = False) -> Plan | None:
+    def offer(self, js: JobState, nodes: Nodes, slot: int, current: tuple = (), *, must: bool = False,
+              quick: float | None = None) -> Plan | None:
         """One offer: the job's best plan at current prices, or None when none exists or, unless
         the plan is taken whatever its payoff (``must``), when an upper bound on the payoff shows
-        that none can pay (``bound_first``: the search is skipped, with the same outcome)."""
+        that none can pay (``bound_first``: the search is skipped, with the same outcome).
+        ``quick`` is the job's ``quick_bound`` when the decision computed it already."""
         remaining = js.remaining_at(nodes.now_s)
         end_s = self._horizon_end(js, nodes)
         win = None
         if not must and self.p.bound_first:
-            win = self._window_if_it_can_pay(js.job, remaining, nodes, slot, end_s)
+            win = self._window_if_it_can_pay(js.job, remaining, nodes, slot, end_s, quick)
             if win is None:
                 self.bound_skips += 1
                 return None

@@ -119,46 +119,15 @@ def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, st
     return ContiguousChoice(int(s0[i]), int(e[i]), float(pay[i]), float(total[i]), float(finish[i]))
 
 
-def best_uniform_payoff(cost: np.ndarray, progress: np.ndarray, remaining: float, step_start_s: np.ndarray,
-                        step_len_s: float, utility, arrival_s: float) -> float:
-    """The best payoff of ``best_contiguous`` for several rows at once when row r advances
-    ``progress[r]`` samples in every step it runs (the relaxations of the payoff bounds): the
-    completion step is then a fixed offset from the start step, so no search is needed.
-
-    ``cost`` is (rows, steps), inf where the row cannot run. The work is shaved by 1e-9 so
-    that rounding can only raise the value: it stays an upper bound of the exact search."""
-    m, n = cost.shape
-    rem = remaining * (1 - 1e-9)
-    k = np.ceil(np.divide(rem, progress, out=np.full(m, np.inf), where=progress > 0))  # steps to finish
-    usable = k <= n
-    if not usable.any():
-        return -np.inf
-    k = np.where(usable, np.maximum(k, 1), 1).astype(np.int64)
-    frac = np.clip((rem - (k - 1) * progress) / np.where(usable, progress, 1.0), 0.0, 1.0)
-    ok = np.isfinite(cost)
-    C = np.zeros((m, n + 1))
-    np.cumsum(np.where(ok, cost, 0.0), axis=1, out=C[:, 1:])
-    B = np.zeros((m, n + 1), dtype=np.int64)
-    np.cumsum(~ok, axis=1, out=B[:, 1:])
-    k = np.where(usable, k, n + 1)
-    s0 = np.arange(n)[None, :]
-    e = s0 + k[:, None] - 1
-    valid = e < n
-    e = np.minimum(e, n - 1)
-    rows = np.arange(m)[:, None]
-    valid &= (B[rows, e + 1] - B[rows, s0]) == 0
-    if not valid.any():
-        return -np.inf
-    finish = step_start_s[e] + frac[:, None] * step_len_s
-    pay = np.asarray(utility(finish - arrival_s), dtype=float) - (C[rows, e + 1] - C[rows, s0])
-    return float(np.max(np.where(valid, pay, -np.inf)))
-
-
 def uniform_plans(cost: np.ndarray, progress: np.ndarray, remaining: np.ndarray, now_s: float,
                   step_len_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``best_uniform_payoff`` before the utility, for rows with their own work and step length
-    (several jobs at once): (finish time, cost) of the plan starting in every step, (rows, steps),
-    cost inf where the plan does not fit. Steps start at now_s + i x step_len_s."""
+    """The plans of the payoff bounds' relaxations: row r advances ``progress[r]`` samples in
+    every step it runs, so the step in which a plan completes is a fixed offset from its start
+    and no search is needed. Rows may have their own work and step length (several jobs at
+    once). Returns (finish time, cost) of the plan starting in every step, (rows, steps), cost
+    inf where it does not fit (``cost`` is inf where a row cannot run). Steps start at
+    now_s + i x step_len_s. The work is shaved by 1e-9 so that rounding can only make plans
+    finish sooner: the payoffs stay upper bounds of the exact search's."""
     m, n = cost.shape
     rem = remaining * (1 - 1e-9)
     k = np.ceil(np.divide(rem, progress, out=np.full(m, np.inf), where=progress > 0))  # steps to finish
@@ -178,3 +147,11 @@ def uniform_plans(cost: np.ndarray, progress: np.ndarray, remaining: np.ndarray,
     valid &= (B[rows, e + 1] - B[rows, s0]) == 0
     finish = now_s + step_len_s[:, None] * e + frac[:, None] * step_len_s[:, None]
     return finish, np.where(valid, C[rows, e + 1] - C[rows, s0], np.inf)
+
+
+def uniform_row_payoffs(cost: np.ndarray, progress: np.ndarray, remaining: float, now_s: float,
+                        step_len_s: float, utility, arrival_s: float) -> np.ndarray:
+    """The best payoff of each row's ``uniform_plans`` for one job (-inf where none fits)."""
+    m = cost.shape[0]
+    finish, c = uniform_plans(cost, progress, np.full(m, remaining), now_s, np.full(m, step_len_s))
+    return (np.asarray(utility(finish - arrival_s), dtype=float) - c).max(axis=1)

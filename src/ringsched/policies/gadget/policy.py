@@ -32,7 +32,7 @@ from ringsched.job import Job
 from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.gadget.embed import StepEmbeddings, embed, server_first
-from ringsched.policies.gadget.plan import best_contiguous, best_uniform_payoff, uniform_plans
+from ringsched.policies.gadget.plan import best_contiguous, uniform_plans, uniform_row_payoffs
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.registry import register
 
@@ -359,40 +359,52 @@ class Gadget(Policy):
         return out
 
     def _window_if_it_can_pay(self, job: Job, remaining: float, nodes: Nodes, slot: int,
-                              end_s: float, quick: float | None = None) -> PriceWindow | None:
-        """The price window for a search, or None when an upper bound on the payoff says that no
-        plan pays (the cheap ``quick_bound`` first, unless given, then ``payoff_bound``)."""
+                              end_s: float, quick: float | None = None) -> tuple[PriceWindow, dict] | None:
+        """The price window for a search with the bound of each worker count, or None when an
+        upper bound on the payoff says that no plan pays (the cheap ``quick_bound`` first,
+        unless given, then ``payoff_bounds``)."""
+        tiny = 1e-9 * float(job.utility.max_value)  # (the margin covers rounding in the running sums)
         if quick is None:
             quick = self.quick_bound(job, remaining, nodes, slot, end_s)
-        if quick < -1e-9 * float(job.utility.max_value):
-            return None  # (the margin covers rounding in the running sums)
+        if quick < -tiny:
+            return None
         win = self.window(nodes, slot, end_s)
-        return win if self.payoff_bound(job, remaining, nodes, win) > -1e-9 * float(job.utility.max_value) else None
+        bounds = self.payoff_bounds(job, remaining, nodes, win)
+        if not bounds.size or bounds.max() <= -tiny:
+            return None
+        return win, dict(zip(_menu(job, nodes.cluster.total_gpus), (bounds + tiny).tolist()))
 
     def payoff_bound(self, job: Job, remaining: float, nodes: Nodes, win: PriceWindow) -> float:
-        """An upper bound on the payoff ``search`` can find in ``win``, about ten times cheaper.
+        """An upper bound on the payoff ``search`` can find in ``win`` (``payoff_bounds``' largest)."""
+        bounds = self.payoff_bounds(job, remaining, nodes, win)
+        return float(bounds.max()) if bounds.size else -math.inf
+
+    def payoff_bounds(self, job: Job, remaining: float, nodes: Nodes, win: PriceWindow) -> np.ndarray:
+        """Per worker count of the job's menu, an upper bound on the payoff of the search's plans
+        with that count in ``win``, many times cheaper than the search.
 
         It relaxes the search: each step's cost is that of the w cheapest free GPUs anywhere
         (no ring, no NIC price; every embedding the search can pick costs at least that) and its
         progress is the fastest shape's (``_max_rate``). Every plan of the search is then matched
         by a relaxed plan that starts in the same step, finishes no later and costs no more.
-        A deferred job whose bound is not positive is not searched (its offer fails as the
-        search would have): most re-offers on long traces end there (docs/policies.md, speed)."""
+        A job whose bounds are not positive is not searched (its offer fails as the search
+        would have), and the search skips worker counts that cannot beat its best plan."""
         menu = _menu(job, nodes.cluster.total_gpus)
         if not menu:
-            return -math.inf
+            return np.zeros(0)
         w = np.array(menu)
         rates = np.array([self._max_rate(nodes, job, x) for x in menu]) * win.step_len_s
         total = win.free.sum(axis=0)
 
         def value(cost):
-            return best_uniform_payoff(cost, rates, remaining, win.starts_s, win.step_len_s, job.utility, job.arrival_s)
+            return uniform_row_payoffs(cost, rates, remaining, float(win.starts_s[0]), win.step_len_s,
+                                       job.utility, job.arrival_s)
 
         # first the looser bound (every GPU at the step's lowest price): no sort when it decides
         low = np.where(win.free > 0, win.gp, np.inf).min(axis=0)
         fits = total[None, :] >= w[:, None]
         top = value(np.where(fits, w[:, None] * low[None, :], np.inf))
-        if top <= 0 or menu == [1]:  # (for one worker both bounds are the same)
+        if top.max() <= 0 or menu == [1]:  # (for one worker both bounds are the same)
             return top
         order = np.argsort(win.gp, axis=0, kind="stable")  # (servers, steps): cheapest first
         fs = np.take_along_axis(win.free, order, axis=0)
@@ -407,12 +419,16 @@ class Gadget(Policy):
         return value(np.where(fits, before_c + (w[:, None] - before_f) * ps[j, cols], np.inf))
 
     def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, *, horizon_end_s: float,
-               current: tuple = (), ran_before: bool = False, win: PriceWindow | None = None) -> Plan | None:
+               current: tuple = (), ran_before: bool = False, win: PriceWindow | None = None,
+               w_bounds: dict | None = None) -> Plan | None:
         """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``.
 
         Trace mode searches, for every worker count of the job's menu, every plan that runs
         without gaps from some step until done (``plan.best_contiguous``); ``current`` is where
-        the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart."""
+        the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart.
+        ``w_bounds`` (upper bounds on the payoff per worker count, ``payoff_bounds``) asks only
+        for a plan that pays: counts whose bound is negative, or below the best plan found so
+        far, are skipped, and None may come back where every plan has a payoff of at most 0."""
         c = nodes.cluster
         S = c.num_servers
         if win is None:
@@ -425,7 +441,10 @@ class Gadget(Policy):
         starts = win.starts_s
         best = None
         gp_all = gp
+        prune = w_bounds is not None and self.p.near_payoff == 0  # (ties within near_payoff need every count)
         for w in menu:
+            if prune and (w_bounds[w] < 0 or (best is not None and w_bounds[w] < best[0].payoff)):
+                continue  # no plan with w workers pays, or beats the best one found
             # an empty server's cost, shared by the (at most one server's worth of) workers put there
             gp = gp_all if srv is None else gp_all + srv / min(w, int(c.gpus.max()))
             e = embed(w, free, gp, bfree, bp, self.p.nic_share, ring_aware=self.ring_aware)
@@ -656,14 +675,15 @@ class Gadget(Policy):
         ``quick`` is the job's ``quick_bound`` when the decision computed it already."""
         remaining = js.remaining_at(nodes.now_s)
         end_s = self._horizon_end(js, nodes)
-        win = None
+        win = bounds = None
         if not must and self.p.bound_first:
-            win = self._window_if_it_can_pay(js.job, remaining, nodes, slot, end_s, quick)
-            if win is None:
+            found = self._window_if_it_can_pay(js.job, remaining, nodes, slot, end_s, quick)
+            if found is None:
                 self.bound_skips += 1
                 return None
+            win, bounds = found
         return self.search(js.job, remaining, nodes, slot, horizon_end_s=end_s, win=win, current=current,
-                           ran_before=js.first_start_s is not None)
+                           ran_before=js.first_start_s is not None, w_bounds=bounds)
 
     def _stay_put(self, plan: Plan, slot: int, prev: tuple, nodes: Nodes) -> tuple:
         """A plan segment that starts now moves to where its job already runs (on lent GPUs,

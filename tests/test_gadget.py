@@ -331,3 +331,25 @@ def test_ledger_usage_prefix_follows_every_change(ops):
         z = led.usage_prefix(query, query + 700)
         used = led.window(query, query + 700)[0] / led.gpus[:, None]
         np.testing.assert_allclose(np.diff(z, axis=1), used, atol=1e-9)
+
+
+def test_max_rate_is_the_fastest_shape_also_with_a_per_server_overhead():
+    """The bounds' rate must beat every shape a plan can take; with a fitted per-server overhead
+    the widest spread is not the fastest multi-server shape, so every k has to be tried."""
+    from dataclasses import replace
+
+    c = parse_spec("8x8")
+    n = nodes(c)
+    g = Gadget()
+    j = job(0, 0.0, 16, 3600.0, c)
+    base = n.speed.params("resnet50")
+    n.speed.set_params("resnet50", replace(base, server_overhead_s=0.05, colocation_slowdown=0.01))
+    for w in (2, 5, 8, 16):
+        shapes = [(w, k, d) for k in range(1, min(w, 8) + 1) for d in range(-(-w // k), min(w, 8) + 1)
+                  if (k == 1) == (d == w) and d * k >= w]
+        fastest = max(g._plan_rate(n, j, *sh) for sh in shapes)
+        assert g._max_rate(n, j, w) >= fastest * (1 - 1e-12), w
+        k2 = g._plan_rate(n, j, w, 2, -(-w // 2)) if w > 1 else 0.0
+        widest = g._plan_rate(n, j, w, min(w, 8), -(-w // min(w, 8))) if w > 1 else 0.0
+        if w >= 8:
+            assert k2 > widest  # the case the old rule missed

@@ -295,16 +295,16 @@ class Gadget(Policy):
 
     def _max_rate(self, nodes: Nodes, job: Job, w: int) -> float:
         """The fastest any ``w``-worker plan can run (an upper bound over the shapes the search
-        uses). With the ring model's step time (docs/model.md), for k > 1 servers the time grows
-        with d, the most workers on a server, and does not depend on k otherwise: the widest
-        spread (k = min(w, S), d = ceil(w / k)) is the fastest multi-server shape; one server
-        (k = 1, d = w) is the other candidate."""
+        uses). In the ring model (docs/model.md) every parameter is non-negative and, for a
+        given number k of servers, the step time grows with d, the most workers on a server:
+        so the fastest shape on k servers has d = ceil(w / k). One server (k = 1, d = w) and
+        every k from 2 to min(w, S) are tried (cached per model, batch and w)."""
         key = (job.model, job.local_bsz, w)
         r = self._rates.get(key)
         if r is None:
             c = nodes.cluster
-            k = min(w, c.num_servers)
-            r = self._plan_rate(nodes, job, w, k, -(-w // k)) if w > 1 else 0.0
+            r = max((self._plan_rate(nodes, job, w, k, -(-w // k)) for k in range(2, min(w, c.num_servers) + 1)),
+                    default=0.0)
             if w <= int(c.gpus.max()):
                 r = max(r, self._plan_rate(nodes, job, w, 1, w))
             self._rates[key] = r

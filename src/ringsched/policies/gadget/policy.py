@@ -22,6 +22,7 @@ plan (a restart cost, a failed server) gets a new plan for what is left.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -625,19 +626,19 @@ class Gadget(Policy):
         # arrival. A deferred job is offered again every retry_every slots, doubling the wait after
         # each offer that failed (up to 2^retry_backoff), and at most once a slot when reservations
         # were released: re-offers rarely succeed and were most of GADGET's time on long traces.
-        waiting = [js for js in jobs if js.job_id not in self.plans]
-        waiting.sort(key=lambda js: (js.job_id not in behind, js.job_id in self.last_try, js.job.arrival_s, js.index))
+        cap = self.p.max_plans_per_slot
+        groups: tuple[list, list, list, list] = ([], [], [], [])  # behind (new, tried), new, tried
+        for js in jobs:
+            jid = js.job_id
+            if jid not in self.plans:
+                groups[(0 if jid in behind else 2) + (jid in self.last_try)].append(js)
+        by_arrival = (lambda js: (js.job.arrival_s, js.index))  # (a total order)
+        first = sorted(groups[0], key=by_arrival) + sorted(groups[1], key=by_arrival) + sorted(groups[2], key=by_arrival)
+        ready = [js for js in groups[3] if self._retry_due(js.job_id, slot)]
         offers = []
-        for js in waiting:
-            if len(offers) >= self.p.max_plans_per_slot:
-                break
-            last = self.last_try.get(js.job_id)
-            if last is not None and js.job_id not in behind:
-                wait = self.p.retry_every << min(self.misses.get(js.job_id, 0), self.p.retry_backoff)
-                if slot - last < wait and (self.tried_epoch.get(js.job_id) == self.epoch or slot == last):
-                    continue
+        for js in first[:cap] + heapq.nsmallest(max(0, cap - len(first)), ready, key=by_arrival):
             must = js.job_id in behind or (js.first_start_s is not None and self.p.admission == "strict")
-            offers.append((js, last, must))
+            offers.append((js, self.last_try.get(js.job_id), must))
         quick = {}
         if self.p.bound_first:  # the cheap bounds of the decision's offers, at once
             free_to_skip = [js for js, _, must in offers if not must]
@@ -666,6 +667,13 @@ class Gadget(Policy):
         if self.p.work_conserving:
             self._lend(jobs, nodes, slot, out, previous_allocations, running_plan)
         return out
+
+    def _retry_due(self, jid: str, slot: int) -> bool:
+        """Whether a deferred job is offered again now: every retry_every slots (doubled after each
+        failed offer, up to 2^retry_backoff times), and at most once a slot after a release."""
+        last = self.last_try[jid]
+        wait = self.p.retry_every << min(self.misses.get(jid, 0), self.p.retry_backoff)
+        return not (slot - last < wait and (self.tried_epoch.get(jid) == self.epoch or slot == last))
 
     def offer(self, js: JobState, nodes: Nodes, slot: int, current: tuple = (), *, must: bool = False,
               quick: float | None = None) -> Plan | None:

@@ -290,7 +290,7 @@ def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
         if stay:
             current = tuple(sorted(rng.integers(0, S, size=min(j.max_workers, 8 * S)).tolist()))
         win = g.window(n, slot, 40 * 3600.0)
-        bound = g.payoff_bound(j, remaining, n, win)
+        bound = g.payoff_bounds(j, remaining, n, win).max(initial=-np.inf)
         quick = g.quick_bound(j, remaining, n, slot, 40 * 3600.0)
         plan = g.search(j, remaining, n, slot, horizon_end_s=40 * 3600.0, current=current, ran_before=stay)
         if plan is not None:

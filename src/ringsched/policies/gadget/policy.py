@@ -80,7 +80,6 @@ class PriceWindow:
     """What a plan search sees from one slot on, in steps of ``b`` slots: (servers, steps) free
     GPUs, price of one GPU, free NIC share, price of a ring's NIC share, and server costs."""
 
-    slot: int
     b: int
     steps: int
     step_len_s: float
@@ -292,7 +291,7 @@ class Gadget(Policy):
         if self.p.server_cost_per_s:  # slots in which the server has nothing committed
             srv = ((used_g == 0) * (self.p.server_cost_per_s * slot_s)).reshape(S, steps, b).sum(axis=2)
         step_len = b * slot_s
-        return PriceWindow(slot, b, steps, step_len, now + step_len * np.arange(steps), free, gp, bfree, bp, srv)
+        return PriceWindow(b, steps, step_len, now + step_len * np.arange(steps), free, gp, bfree, bp, srv)
 
     def _max_rate(self, nodes: Nodes, job: Job, w: int) -> float:
         """The fastest any ``w``-worker plan can run (an upper bound over the shapes the search
@@ -312,7 +311,7 @@ class Gadget(Policy):
         return r
 
     def quick_bound(self, job: Job, remaining: float, nodes: Nodes, slot: int, horizon_end_s: float) -> float:
-        """A looser upper bound on the search's payoff than ``payoff_bound``, without a window
+        """A looser upper bound on the search's payoff than ``payoff_bounds``, without a window
         (``quick_bounds`` for one job)."""
         return float(self.quick_bounds([(job, remaining, horizon_end_s)], nodes, slot)[0])
 
@@ -324,12 +323,12 @@ class Gadget(Policy):
         A step's price of a GPU is b x P(mean usage of its server) / G (``window``); its lowest
         over servers, from the ledger's running usage sums, bounds every plan's cost per GPU
         (it ignores which servers have a free GPU, and rings and NICs). With the fastest rate
-        (``_max_rate``) every plan of the search is matched as in ``payoff_bound``. Most offers
+        (``_max_rate``) every plan of the search is matched as in ``payoff_bounds``. Most offers
         of a busy trace end here."""
         J = len(offers)
         out = np.full(J, -np.inf)
         m = self.p.max_steps
-        rows, B, steps, rems = [], np.ones(J, dtype=np.int64), np.zeros(J, dtype=np.int64), []
+        rows, B, steps = [], np.ones(J, dtype=np.int64), np.zeros(J, dtype=np.int64)
         for i, (job, remaining, end_s) in enumerate(offers):
             B[i], steps[i] = self._steps(nodes, slot, end_s)
             for w in _menu(job, nodes.cluster.total_gpus):
@@ -374,11 +373,6 @@ class Gadget(Policy):
         if not bounds.size or bounds.max() <= -tiny:
             return None
         return win, dict(zip(_menu(job, nodes.cluster.total_gpus), (bounds + tiny).tolist()))
-
-    def payoff_bound(self, job: Job, remaining: float, nodes: Nodes, win: PriceWindow) -> float:
-        """An upper bound on the payoff ``search`` can find in ``win`` (``payoff_bounds``' largest)."""
-        bounds = self.payoff_bounds(job, remaining, nodes, win)
-        return float(bounds.max()) if bounds.size else -math.inf
 
     def payoff_bounds(self, job: Job, remaining: float, nodes: Nodes, win: PriceWindow) -> np.ndarray:
         """Per worker count of the job's menu, an upper bound on the payoff of the search's plans

@@ -51,7 +51,6 @@ class Ledger:
         n = self.gpus.size
         self.gpu_used = np.zeros((n, initial_slots), dtype=np.int32)
         self.bw_used = np.zeros((n, initial_slots), dtype=float)  # fraction of the NIC
-        self.version = 0  # bumps at every change: what was computed from the ledger is stale then
         self._zp: np.ndarray | None = None  # prefix sums of the used GPU share (``usage_prefix``)
         self._zbase = 0
 
@@ -105,7 +104,6 @@ class Ledger:
         if end <= start:
             return
         self._ensure(end)
-        self.version += 1
         if self._zp is not None:
             rows = np.flatnonzero(counts)
             self._shift_prefix(start, end, rows, sign * counts[rows] / self.gpus[rows])

@@ -6,6 +6,7 @@ Every utility is a small frozen dataclass with a vectorised ``__call__(jct_s)`` 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,8 +30,8 @@ class SigmoidUtility:
         _check("target_jct_s", self.target_jct_s)
         _check("steepness_per_s", self.steepness_per_s)
 
-    @property
-    def max_value(self) -> float:
+    @functools.cached_property
+    def max_value(self) -> float:  # cached: the online algorithm asks for it at every offer
         return float(self(0.0))
 
     def jct_at_value(self, v: float) -> float:

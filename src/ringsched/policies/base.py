@@ -34,13 +34,14 @@ class JobState:
     a job runs undisturbed. Use the ``*_at(now_s)`` methods to read current values.
     """
 
-    __slots__ = ("job", "index", "placement", "done_samples", "mark_s", "rate_sps", "run_from_s",
+    __slots__ = ("job", "job_id", "index", "placement", "done_samples", "mark_s", "rate_sps", "run_from_s",
                  "attained_gpu_s", "first_start_s", "last_start_s", "last_stop_s", "preemptions",
                  "restarts", "failures", "finish_s", "status", "reason", "ckpt_samples",
                  "ckpt_anchor_s", "version", "isolated_s", "lost_samples", "extra")
 
     def __init__(self, job: Job, index: int, isolated_s: float):
         self.job = job
+        self.job_id = job.job_id  # (an attribute, not a property: read millions of times a run)
         self.index = index
         self.placement: Placement = ()
         self.done_samples = 0.0
@@ -63,10 +64,6 @@ class JobState:
         self.isolated_s = isolated_s  # JCT alone on an empty cluster at max_workers (Themis' rho)
         self.lost_samples = 0.0
         self.extra: dict = {}  # scratch space a policy may keep per job (e.g. Tiresias' queue)
-
-    @property
-    def job_id(self) -> str:
-        return self.job.job_id
 
     @property
     def workers(self) -> int:

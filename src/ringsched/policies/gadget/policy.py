@@ -186,7 +186,7 @@ class Gadget(Policy):
         self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
         self.horizon: dict[str, float] = {}
         self._rates: dict[tuple, float] = {}
-        self._alone: dict[str, float] = {}  # samples/s at the widest consolidated size
+        self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
         self._sparse_cache: dict[tuple, tuple] = {}
         self._speed_version = 0
         self.bound_skips = 0
@@ -778,15 +778,18 @@ class Gadget(Policy):
         now = nodes.now_s
         nic = self.p.nic_share
 
-        def alone_sps(js):  # the job's speed at its widest consolidated size (fixed per job)
-            r = self._alone.get(js.job_id)
-            if r is None:
-                r = self._alone[js.job_id] = max(nodes.throughput_sps(js, js.job.max_workers), 1e-12)
+        def fixed(js):  # (speed at its widest consolidated size, arrival, index): fixed per job
+            r = self._alone[js.job_id] = (max(nodes.throughput_sps(js, js.job.max_workers), 1e-12),
+                                          js.job.arrival_s, js.index)
             return r
 
+        get = self._alone.get
+        meta = np.array([get(js.job_id) or fixed(js) for js in idle])
+        # (JobState.remaining_at, inlined: this runs for every idle job at every decision)
+        rem = np.array([max(0.0, (w := js.job.work_samples) - min(w, js.done_samples + js.rate_sps *
+                                                                   max(0.0, now - js.run_from_s))) for js in idle])
         # shortest remaining time alone first (then arrival, then index: a total order)
-        left = np.array([js.remaining_at(now) for js in idle]) / np.array([alone_sps(js) for js in idle])
-        order = np.lexsort((np.array([js.index for js in idle]), np.array([js.job.arrival_s for js in idle]), left))
+        order = np.lexsort((meta[:, 2], meta[:, 1], rem / meta[:, 0]))
         free_total = int(free.sum())
         for i in order.tolist():
             js = idle[i]

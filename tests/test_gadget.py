@@ -197,22 +197,33 @@ def test_one_server_rings_pack_onto_the_fullest_server_within_the_slack():
     c = parse_spec("3x8")
     a = JobState(job(0, 0.0, 2, 1800, c), 0, 1800.0)
     others = [JobState(job(i, 0.0, 8, 15_000, c), i, 15_000.0) for i in (1, 2)]
+    blocker = JobState(job(9, 0.0, 8, 1500, c), 9, 1500.0)
 
-    def placed(**kw):
+    def placed(full_until: int = 0, **kw):
         g = Gadget(L=1e-3, U=10.0, work_conserving=False, **kw)
         g._ensure(nodes(c), [a])
         g._commit("j1", Plan([(0, 50, (0,) * 5)], 15_000.0, 1.0, 0.1), 3)  # server 0: 5 of 8 busy
         g._commit("j2", Plan([(0, 50, (1,) * 2)], 15_000.0, 1.0, 0.1), 3)  # server 1: 2 of 8 busy
-        return g.optimize([a, *others], nodes(c), {})["j0"], g
+        if full_until:  # every GPU committed until then: the job's plan starts later
+            g._commit("j9", Plan([(0, full_until, (0,) * 3 + (1,) * 6 + (2,) * 8)], 1.0, 1.0, 0.1), 3)
+        g.optimize([a, *others] + ([blocker] if full_until else []), nodes(c), {})
+        return g.plans["j0"].segments[0], g
 
+    assert (Gadget().p.pack_slack, Gadget().p.pack_within) == (100.0, 3)  # on by default (docs/theory.md, section 9)
     spread, _ = placed(pack_slack=0.0)
-    assert spread == (2, 2)  # the empty server is the cheapest
-    assert Gadget().p.pack_slack == 0.0  # off by default (docs/theory.md, section 9)
-    packed, g = placed(pack_slack=100.0)
-    assert packed == (0, 0)  # the fullest server that hosts the ring, server 2 stays whole
+    assert spread[2] == (2, 2)  # the empty server is the cheapest
+    packed, g = placed()
+    assert packed[2] == (0, 0)  # the fullest server that hosts the ring, server 2 stays whole
     assert g.ledger.window(0, 1)[0][:, 0].tolist() == [7, 2, 0]
     tight, _ = placed(pack_slack=1e-9)
-    assert tight == (2, 2)  # no budget for the extra price: cheapest
+    assert tight[2] == (2, 2)  # no budget for the extra price: cheapest
+    # a plan that starts in its window's pack_within-th step or later is not packed
+    later, _ = placed(full_until=5)
+    assert later[0] == 5 and later[2] == (2, 2)
+    assert placed(full_until=5, pack_within=6)[0][2] == (0, 0)
+    assert placed(pack_within=0)[0][2] == (2, 2)
+    with pytest.raises(ValueError):
+        Gadget(pack_within=-1)
 
 
 # ------------------------------------------------------------------ policy specs and --admission

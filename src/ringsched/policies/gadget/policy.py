@@ -60,9 +60,11 @@ class GadgetParams:
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
-    # a one-server plan may move to a fuller server costing up to this share of its utility more
-    # (0: off, the default; it wins at light load and loses under load, docs/theory.md section 9)
-    pack_slack: float = 0.0
+    # a one-server plan that starts within its window's first pack_within steps moves to the
+    # fullest server that hosts it, costing up to pack_slack x its utility more (0: off;
+    # docs/theory.md section 9: packing later plans too loses utility under load)
+    pack_slack: float = 100.0
+    pack_within: int = 3
     # objectives (docs/objectives.md, energy): utility per second a busy GPU costs, and per second
     # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
     energy_cost_per_gpu_s: float = 0.0
@@ -73,6 +75,8 @@ class GadgetParams:
             raise ValueError(f"admission must be 'deferred' or 'strict', got {self.admission!r}")
         if not 0 < self.nic_share <= 1:
             raise ValueError("nic_share must lie in (0, 1]")
+        if not (self.pack_slack >= 0 and math.isfinite(self.pack_slack)) or self.pack_within < 0:
+            raise ValueError("pack_slack and pack_within must be non-negative (0: no packing)")
 
 
 @dataclass
@@ -506,9 +510,11 @@ class Gadget(Policy):
 
         Exponential prices spread one-server rings over the emptiest servers, which leaves no
         whole server for the wide rings that need one (fragmentation); packing small rings keeps
-        servers whole. The slack enters the guarantee as a factor (docs/theory.md, packing)."""
+        servers whole. The slack enters the guarantee as a factor (docs/theory.md, packing).
+        Only a plan that starts within its window's first ``pack_within`` steps is packed: packing
+        plans that start later too cost 1-5% of the utility under load (docs/theory.md, section 9)."""
         a, z = ch.start, ch.end + 1
-        if not np.all(e.k[a:z] == 1) or not np.all(e.ok[a:z]):
+        if a >= self.p.pack_within or not np.all(e.k[a:z] == 1) or not np.all(e.ok[a:z]):
             return e
         w = e.w
         room = free[:, a:z].min(axis=1)

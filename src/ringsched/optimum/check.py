@@ -37,7 +37,7 @@ from ringsched.optimum.instance import random_instance
 from ringsched.optimum.milp import solve
 
 REL = 1e-9  # relative tolerance of the comparisons
-PACK_SLACK = 100.0  # the packing slack checked (off in the policy by default; docs/theory.md section 9)
+PACK_SLACK = 100.0  # the packing slack checked (the trace policy's default too; docs/theory.md section 9)
 
 
 def _r(x: float, nd: int = 9):

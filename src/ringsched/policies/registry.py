@@ -2,7 +2,7 @@
 
 A policy is named by a spec ``NAME[:key=value[,key=value...]]``: the options are fields of the
 class's ``Params`` dataclass (GADGET's and OASiS' ``GadgetParams``), e.g.
-``gadget:admission=strict`` or ``gadget:pack_slack=100,retry_backoff=5``.
+``gadget:admission=strict`` or ``gadget:pack_slack=0,retry_backoff=5``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ The contract (design brief, section 4; theory in docs/theory.md):
    to a completion slot T) is found for every T at current prices, and the plan with the
    largest payoff u(T - a) - cost is taken;
 3. the embedding inside that search is the greedy ring embedding (``embed.py``);
-4. a positive payoff admits the job: its plan is committed and prices rise. Otherwise, in
+4. a positive payoff admits the job: its plan is committed and prices rise (a one-server
+   ring of a plan that starts soon first moves to the fullest server that hosts it, within a
+   slack: ``pack_slack``, ``pack_within``, against fragmentation). Otherwise, in
    ``deferred`` admission (default) the job is offered again in later slots; in ``strict``
    admission (the textbook setting) it is rejected for good;
 5. GPUs left idle in the current slot are lent to jobs without a commitment in it, then on

@@ -364,3 +364,25 @@ def test_max_rate_is_the_fastest_shape_also_with_a_per_server_overhead():
         widest = g._plan_rate(n, j, w, min(w, 8), -(-w // min(w, 8))) if w > 1 else 0.0
         if w >= 8:
             assert k2 > widest  # the case the old rule missed
+
+
+def test_late_share_starts_the_chosen_plan_as_late_as_it_still_pays_nearly_as_much():
+    """``late_share`` keeps the best plan's worker count and embedding but starts it at the latest
+    step whose payoff stays within that share of the job's utility of the best (and positive)."""
+    c = parse_spec("2x8")
+    slow = SigmoidUtility(10.0, 40_000.0, 1e-4)  # nearly flat for hours: later starts pay almost as much
+    j = Job("j0", 0.0, "resnet50", 64, job(0, 0.0, 4, 1800, c).work_samples, 1, 4, slow)
+
+    def plan(**kw):
+        g = Gadget(L=1e-3, U=10.0, work_conserving=False, **kw)
+        g._ensure(nodes(c), [j])
+        return g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=60_000.0)
+
+    best = plan()
+    late = plan(late_share=0.05)
+    assert best.first_slot == 0 and late.first_slot > best.first_slot
+    assert len(late.first_placement) == len(best.first_placement)  # the same worker count
+    assert best.payoff - 0.05 * slow.max_value <= late.payoff <= best.payoff and late.payoff > 0
+    assert plan(late_share=0.0).segments == best.segments
+    with pytest.raises(ValueError):
+        Gadget(late_share=-1.0)

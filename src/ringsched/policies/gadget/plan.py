@@ -87,7 +87,8 @@ class ContiguousChoice:
 
 
 def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, step_start_s: np.ndarray,
-                    step_len_s: float, utility, arrival_s: float, near: float = 0.0) -> ContiguousChoice | None:
+                    step_len_s: float, utility, arrival_s: float, near: float = 0.0,
+                    floor: float | None = None) -> ContiguousChoice | None:
     """The fast plan search of trace mode: run without gaps from some start step until done.
 
     ``cost[t]`` and ``progress[t]`` (samples) are those of one worker count in step t (cost inf
@@ -113,7 +114,12 @@ def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, st
     total = C[e + 1] - C[s0]
     pay = np.where(valid, np.asarray(utility(finish - arrival_s), dtype=float) - total, -np.inf)
     i = int(np.argmax(pay))
-    if near > 0:  # among plans within ``near`` of the best payoff, finish earliest
+    if floor is not None:  # the latest start among plans paying at least floor
+        ok = np.flatnonzero(pay >= floor)
+        if ok.size == 0:
+            return None
+        i = int(ok[-1])
+    elif near > 0:  # among plans within ``near`` of the best payoff, finish earliest
         close = np.flatnonzero(pay >= pay[i] - near)
         i = int(close[np.argmin(finish[close])])
     return ContiguousChoice(int(s0[i]), int(e[i]), float(pay[i]), float(total[i]), float(finish[i]))

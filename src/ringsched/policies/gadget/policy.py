@@ -59,6 +59,10 @@ class GadgetParams:
     bound_first: bool = True  # test a cheap payoff bound before each search (same decisions, faster)
     work_conserving: bool = True
     near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
+    # the chosen plan (its worker count and embedding) starts as late as its payoff stays within
+    # this share of the job's utility of the best; 0: off (docs/theory.md section 9: it leaves
+    # the near slots to later arrivals, a large gain on overloaded traces, a small loss elsewhere)
+    late_share: float = 0.0
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
@@ -77,6 +81,8 @@ class GadgetParams:
             raise ValueError(f"admission must be 'deferred' or 'strict', got {self.admission!r}")
         if not 0 < self.nic_share <= 1:
             raise ValueError("nic_share must lie in (0, 1]")
+        if not (0 <= self.late_share < math.inf):
+            raise ValueError("late_share must be a non-negative number")
         if not (self.pack_slack >= 0 and math.isfinite(self.pack_slack)) or self.pack_within < 0:
             raise ValueError("pack_slack and pack_within must be non-negative (0: no packing)")
 
@@ -483,10 +489,15 @@ class Gadget(Policy):
                 ch = best_contiguous(cand.cost, pr, remaining, starts, step_len, job.utility, job.arrival_s, near)
                 if ch is not None and (best is None or ch.payoff > best[0].payoff + near or
                                        (ch.payoff >= best[0].payoff - near and ch.finish_s < best[0].finish_s)):
-                    best = (ch, cand, gp)
+                    best = (ch, cand, gp, pr)
         if best is None:
             return None
-        ch, e, gp = best
+        ch, e, gp, pr = best
+        if self.p.late_share > 0:  # the same worker count and embedding, started as late as it still pays as much
+            floor = ch.payoff - self.p.late_share * float(job.utility.max_value)
+            if ch.payoff > 0:  # (admission is still decided by a positive payoff)
+                floor = max(floor, 1e-9 * float(job.utility.max_value))
+            ch = best_contiguous(e.cost, pr, remaining, starts, step_len, job.utility, job.arrival_s, floor=floor) or ch
         if self.ring_aware and self.p.pack_slack > 0 and not current:  # keeping servers whole is for rings
             e = self._packed(ch, e, free, gp, float(job.utility(ch.finish_s - job.arrival_s)))
         segments: list[tuple[int, int, tuple]] = []

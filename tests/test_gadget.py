@@ -200,7 +200,7 @@ def test_one_server_rings_pack_onto_the_fullest_server_within_the_slack():
     blocker = JobState(job(9, 0.0, 8, 1500, c), 9, 1500.0)
 
     def placed(full_until: int = 0, **kw):
-        g = Gadget(L=1e-3, U=10.0, work_conserving=False, **kw)
+        g = Gadget(L=1e-3, U=10.0, work_conserving=False, **{"late_share": 0.0, **kw})
         g._ensure(nodes(c), [a])
         g._commit("j1", Plan([(0, 50, (0,) * 5)], 15_000.0, 1.0, 0.1), 3)  # server 0: 5 of 8 busy
         g._commit("j2", Plan([(0, 50, (1,) * 2)], 15_000.0, 1.0, 0.1), 3)  # server 1: 2 of 8 busy
@@ -378,11 +378,47 @@ def test_late_share_starts_the_chosen_plan_as_late_as_it_still_pays_nearly_as_mu
         g._ensure(nodes(c), [j])
         return g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=60_000.0)
 
-    best = plan()
+    best = plan(late_share=0.0)
     late = plan(late_share=0.05)
     assert best.first_slot == 0 and late.first_slot > best.first_slot
     assert len(late.first_placement) == len(best.first_placement)  # the same worker count
     assert best.payoff - 0.05 * slow.max_value <= late.payoff <= best.payoff and late.payoff > 0
-    assert plan(late_share=0.0).segments == best.segments
+    assert Gadget().p.late_share == 0.2  # on by default (docs/theory.md, section 9)
     with pytest.raises(ValueError):
         Gadget(late_share=-1.0)
+
+
+def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed():
+    """With a late plan, lending runs the job early on its plan's placement; commit_early_runs
+    then commits the slots until the plan starts (when the ledger has room), so a new plan
+    cannot land there and move it."""
+    c = parse_spec("2x8")
+    slow = SigmoidUtility(10.0, 40_000.0, 1e-4)
+    j = Job("j0", 0.0, "resnet50", 64, job(0, 0.0, 4, 1800, c).work_samples, 1, 4, slow)
+    js = JobState(j, 0, 1800.0)
+
+    def decide(**kw):
+        g = Gadget(L=1e-3, U=10.0, late_share=0.05, **kw)
+        out = g.optimize([js], nodes(c), {})
+        return g, out
+
+    g, out = decide(commit_early_runs=False)
+    a, _, pl = g.plans["j0"].segments[0]
+    assert a > 0 and out["j0"] == pl  # planned later, running early on lent GPUs
+    assert g.ledger.window(0, 1)[0].sum() == 0  # ... which the prices do not see
+    g, out = decide()
+    a, _, pl = g.plans["j0"].segments[0]
+    assert a == 0 and out["j0"] == pl
+    used = g.ledger.window(0, 1)[0][:, 0]
+    assert used.sum() == len(pl)  # committed from now on
+    # without room in the ledger until the plan starts, nothing is committed early
+    g = Gadget(L=1e-3, U=10.0, late_share=0.05)
+    g._ensure(nodes(c), [js])
+    plan = g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=g._horizon_end(js, nodes(c)))
+    start, _, pl = plan.segments[0]
+    g._commit("j0", plan, 2)
+    s = pl[0]
+    g._commit("jx", Plan([(start - 1, start, (s,) * 8)], 1.0, 1.0, 0.1), 2)  # the slot before the plan: full
+    assert start >= 1
+    g._commit_early_runs({"j0": pl}, 0, nodes(c))
+    assert g.plans["j0"].segments[0][0] == start

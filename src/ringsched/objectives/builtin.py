@@ -112,9 +112,10 @@ class Energy(Objective):
             return {}
         em, k = config.energy, self.utility_per_joule()
         g = int(cluster.gpus.max())
-        # a busy GPU adds (busy - idle) W; powering a server adds its base and its idle GPUs
+        # a busy GPU adds (busy - idle) W; powering a server adds its base and its idle GPUs.
+        # Late starts are off: they keep more servers powered (docs/objectives.md, energy)
         return {"energy_cost_per_gpu_s": (em.gpu_busy_W - em.gpu_idle_W) * k,
-                "server_cost_per_s": (em.server_base_W + g * em.gpu_idle_W) * k}
+                "server_cost_per_s": (em.server_base_W + g * em.gpu_idle_W) * k, "late_share": 0.0}
 
     def report(self, result, config):
         s = result.summary
@@ -179,8 +180,7 @@ class Fairness(Objective):
 
     def policy_options(self, policy_cls, cluster, config):
         """GADGET's packing off: it keeps servers whole for wide rings at the small jobs' expense
-        (on synthetic:200,load=2, 2x8, seeds 0-2, Jain's index under alpha = 1 is 0.44-0.69
-        with it against 0.69-0.79 without; docs/objectives.md)."""
+        (on synthetic:200,load=2, 2x8, it lowers Jain's index; docs/objectives.md)."""
         from ringsched.policies.gadget.policy import Gadget
 
         return {"pack_slack": 0.0} if issubclass(policy_cls, Gadget) else {}

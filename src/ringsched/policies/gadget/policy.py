@@ -61,8 +61,11 @@ class GadgetParams:
     near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
     # the chosen plan (its worker count and embedding) starts as late as its payoff stays within
     # this share of the job's utility of the best; 0: off (docs/theory.md section 9: it leaves
-    # the near slots to later arrivals, a large gain on overloaded traces, a small loss elsewhere)
-    late_share: float = 0.0
+    # the near slots to later arrivals, a large gain on overloaded traces, a small loss on some)
+    late_share: float = 0.2
+    # a planned job running early on its plan's first placement gets those slots committed when
+    # the ledger has room for them until its plan starts (new plans then do not displace it)
+    commit_early_runs: bool = True
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
@@ -679,7 +682,37 @@ class Gadget(Policy):
                 running_plan.append(active[jid])
         if self.p.work_conserving:
             self._lend(jobs, nodes, slot, out, previous_allocations, running_plan)
+            if self.p.commit_early_runs:
+                self._commit_early_runs(out, slot, nodes)
         return out
+
+    def _commit_early_runs(self, out: dict, slot: int, nodes: Nodes) -> None:
+        """A planned job that runs early on lent GPUs, on its plan's first placement or on one of
+        the same shape, gets its first segment moved there and started now when the ledger has
+        room for it: the slots until its plan starts are committed too. Lent GPUs are invisible
+        to prices, so new plans would otherwise land there and move the job (with late starts, a
+        long job restarted dozens of times)."""
+        S = nodes.cluster.num_servers
+        for jid, plan in self.plans.items():
+            a, z, pl = plan.segments[0]
+            now = out.get(jid)
+            if a <= slot or not now or (now != pl and (len(now) != len(pl) or
+                                                       nodes.speed.shape(now) != nodes.speed.shape(pl))):
+                continue
+            counts, bw = self._usage(now, S)
+            used_g, used_b = self.ledger.window(slot, z)
+            old_g, old_b = self._usage(pl, S)  # (its own reservation from a on, which moves with it)
+            used_g = used_g.copy()
+            used_b = used_b.copy()
+            used_g[:, a - slot:] -= old_g[:, None]
+            used_b[:, a - slot:] -= old_b[:, None]
+            if np.all(used_g + counts[:, None] <= nodes.capacity[:, None]) and \
+                    np.all(used_b + bw[:, None] <= 1.0 + 1e-9):
+                if now != pl:
+                    self.ledger.add_range(a, z, *self._usage(pl, S), sign=-1)
+                    self.ledger.add_range(a, z, counts, bw)
+                self.ledger.add_range(slot, a, counts, bw)
+                plan.segments[0] = (slot, z, now)
 
     def _retry_due(self, jid: str, slot: int) -> bool:
         """Whether a deferred job is offered again now: every retry_every slots (doubled after each

@@ -201,6 +201,8 @@ class Gadget(Policy):
         self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
         self.horizon: dict[str, float] = {}
         self._rates: dict[tuple, float] = {}
+        self._early_fail: dict[str, tuple] = {}  # job -> (placement, _freed, up, blocking slot)
+        self._freed = 0  # counts ledger changes that free capacity (releases, moves)
         self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
         self._sparse_cache: dict[tuple, tuple] = {}
         self._speed_version = 0
@@ -595,6 +597,8 @@ class Gadget(Policy):
                 counts, bw = self._usage(pl, S)
                 self.ledger.add_range(max(a, from_slot), z, counts, bw, sign=-1)
         self.epoch += 1
+        self._freed += 1
+        self._early_fail.pop(jid, None)
 
     def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
         h = self.horizon.get(js.job_id)
@@ -691,28 +695,45 @@ class Gadget(Policy):
         the same shape, gets its first segment moved there and started now when the ledger has
         room for it: the slots until its plan starts are committed too. Lent GPUs are invisible
         to prices, so new plans would otherwise land there and move the job (with late starts, a
-        long job restarted dozens of times)."""
+        long job restarted dozens of times). A check that failed is not repeated until the
+        ledger frees something or the slot that blocked it has passed (commits only fill it)."""
         S = nodes.cluster.num_servers
+        cap = nodes.capacity[:, None]
+        up = nodes.up.tobytes()
         for jid, plan in self.plans.items():
             a, z, pl = plan.segments[0]
+            if a <= slot:
+                continue
             now = out.get(jid)
-            if a <= slot or not now or (now != pl and (len(now) != len(pl) or
-                                                       nodes.speed.shape(now) != nodes.speed.shape(pl))):
+            if not now:
+                continue
+            same = now == pl
+            if not same and (len(now) != len(pl) or nodes.speed.shape(now) != nodes.speed.shape(pl)):
+                continue
+            failed = self._early_fail.get(jid)
+            if failed is not None and failed[:3] == (now, self._freed, up) and slot <= failed[3]:
                 continue
             counts, bw = self._usage(now, S)
-            used_g, used_b = self.ledger.window(slot, z)
-            old_g, old_b = self._usage(pl, S)  # (its own reservation from a on, which moves with it)
-            used_g = used_g.copy()
-            used_b = used_b.copy()
-            used_g[:, a - slot:] -= old_g[:, None]
-            used_b[:, a - slot:] -= old_b[:, None]
-            if np.all(used_g + counts[:, None] <= nodes.capacity[:, None]) and \
-                    np.all(used_b + bw[:, None] <= 1.0 + 1e-9):
-                if now != pl:
-                    self.ledger.add_range(a, z, *self._usage(pl, S), sign=-1)
-                    self.ledger.add_range(a, z, counts, bw)
-                self.ledger.add_range(slot, a, counts, bw)
-                plan.segments[0] = (slot, z, now)
+            # the slots it would newly take: until its plan starts (same placement), or, moving,
+            # until its first segment ends, less its own reservation there
+            used_g, used_b = self.ledger.window(slot, a if same else z)
+            if not same:
+                old_g, old_b = self._usage(pl, S)
+                used_g = used_g.astype(np.int64)
+                used_b = used_b.copy()
+                used_g[:, a - slot:] -= old_g[:, None]
+                used_b[:, a - slot:] -= old_b[:, None]
+            over = np.any(used_g + counts[:, None] > cap, axis=0) | np.any(used_b + bw[:, None] > 1.0 + 1e-9, axis=0)
+            if over.any():
+                self._early_fail[jid] = (now, self._freed, up, slot + int(np.argmax(over)))
+                continue
+            if not same:
+                self.ledger.add_range(a, z, *self._usage(pl, S), sign=-1)
+                self.ledger.add_range(a, z, counts, bw)
+                self._freed += 1
+            self.ledger.add_range(slot, a, counts, bw)
+            plan.segments[0] = (slot, z, now)
+            self._early_fail.pop(jid, None)
 
     def _retry_due(self, jid: str, slot: int) -> bool:
         """Whether a deferred job is offered again now: every retry_every slots (doubled after each
@@ -759,6 +780,7 @@ class Gadget(Policy):
                 np.all(used_b[more_b] + (new_b - old_b)[more_b, None] <= 1.0 + 1e-9):
             self.ledger.add_range(a, z, old_g, old_b, sign=-1)
             self.ledger.add_range(a, z, new_g, new_b)
+            self._freed += 1
             plan.segments[i] = (a, z, prev)
             return prev
         return pl

@@ -422,3 +422,44 @@ def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed()
     assert start >= 1
     g._commit_early_runs({"j0": pl}, 0, nodes(c))
     assert g.plans["j0"].segments[0][0] == start
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), start=st.integers(0, 20), n=st.integers(1, 30), moving=st.booleans())
+def test_ledger_first_overflow_matches_the_whole_check(seed, start, n, moving):
+    """``Ledger.first_overflow`` reads only the servers a placement touches; it must find the
+    same first slot as checking every server and slot."""
+    from ringsched.policies.gadget.prices import Ledger
+
+    rng = np.random.default_rng(seed)
+    S = 4
+    cap = np.array([8, 8, 4, 8])
+    led = Ledger(cap, np.full(S, 1e10), initial_slots=8)
+    for _ in range(6):  # random commitments within capacity
+        a = int(rng.integers(0, 40))
+        z = a + int(rng.integers(1, 20))
+        cnt = np.zeros(S, dtype=np.int64)
+        cnt[int(rng.integers(0, S))] = int(rng.integers(1, 5))
+        bw = (cnt > 0) * float(rng.choice([0.0, 0.5]))
+        g, b = led.window(a, z)
+        if np.all(g + cnt[:, None] <= cap[:, None]) and np.all(b + bw[:, None] <= 1.0):
+            led.add_range(a, z, cnt, bw)
+    counts = rng.integers(0, 3, size=S) * (rng.random(S) < 0.5)
+    bw = (counts > 0) * 0.5 * (counts.sum() > counts.max())
+    end = start + n
+    less = None
+    g, b = led.window(start, end)
+    g, b = g.astype(np.int64), b.copy()
+    if moving:
+        at = start + int(rng.integers(0, n))
+        old = np.zeros(S, dtype=np.int64)
+        old[int(np.argmax(counts))] = 4  # where the new usage goes: without removing it, it overflows
+        ob = np.zeros(S)
+        led.add_range(at, end, old, ob)  # its own reservation, removed again by ``less``
+        less = (at, old, ob)
+        g, b = led.window(start, end)
+        g, b = g.astype(np.int64), b.copy()
+        g[:, at - start:] -= old[:, None]
+    over = np.any(g + counts[:, None] > cap[:, None], axis=0) | np.any(b + bw[:, None] > 1.0 + 1e-9, axis=0)
+    want = start + int(np.argmax(over)) if over.any() else None
+    assert led.first_overflow(start, end, counts, bw, cap, less) == want

@@ -698,7 +698,7 @@ class Gadget(Policy):
         long job restarted dozens of times). A check that failed is not repeated until the
         ledger frees something or the slot that blocked it has passed (commits only fill it)."""
         S = nodes.cluster.num_servers
-        cap = nodes.capacity[:, None]
+        cap = nodes.capacity
         up = nodes.up.tobytes()
         for jid, plan in self.plans.items():
             a, z, pl = plan.segments[0]
@@ -716,16 +716,10 @@ class Gadget(Policy):
             counts, bw = self._usage(now, S)
             # the slots it would newly take: until its plan starts (same placement), or, moving,
             # until its first segment ends, less its own reservation there
-            used_g, used_b = self.ledger.window(slot, a if same else z)
-            if not same:
-                old_g, old_b = self._usage(pl, S)
-                used_g = used_g.astype(np.int64)
-                used_b = used_b.copy()
-                used_g[:, a - slot:] -= old_g[:, None]
-                used_b[:, a - slot:] -= old_b[:, None]
-            over = np.any(used_g + counts[:, None] > cap, axis=0) | np.any(used_b + bw[:, None] > 1.0 + 1e-9, axis=0)
-            if over.any():
-                self._early_fail[jid] = (now, self._freed, up, slot + int(np.argmax(over)))
+            block = self.ledger.first_overflow(slot, a if same else z, counts, bw, cap,
+                                               None if same else (a, *self._usage(pl, S)))
+            if block is not None:
+                self._early_fail[jid] = (now, self._freed, up, block)
                 continue
             if not same:
                 self.ledger.add_range(a, z, *self._usage(pl, S), sign=-1)

@@ -70,6 +70,23 @@ class Ledger:
         self._ensure(end)
         return self.gpu_used[:, start:end], self.bw_used[:, start:end]
 
+    def first_overflow(self, start: int, end: int, counts: np.ndarray, bw_frac: np.ndarray, capacity: np.ndarray,
+                       less: tuple | None = None) -> int | None:
+        """The first slot in [start, end) where adding ``counts`` GPUs and ``bw_frac`` of the NICs
+        (after removing ``less`` = (from slot, counts, bw_frac) from that slot on) would exceed
+        ``capacity`` or a NIC, or None. Only the servers the usage touches are read."""
+        self._ensure(end)
+        bad = np.zeros(end - start, dtype=bool)
+        for used, add, lim, k in ((self.gpu_used, counts, capacity, 1), (self.bw_used, bw_frac, None, 2)):
+            rows = np.flatnonzero(add)
+            if not rows.size:
+                continue
+            u = used[rows, start:end].astype(float if lim is None else np.int64)
+            if less is not None:
+                u[:, less[0] - start:] -= less[k][rows][:, None]
+            bad |= np.any(u + add[rows][:, None] > (1.0 + 1e-9 if lim is None else lim[rows][:, None]), axis=0)
+        return start + int(np.argmax(bad)) if bad.any() else None
+
     def usage_prefix(self, start: int, end: int) -> np.ndarray:
         """(servers, end - start + 1): column i is the sum of each server's used GPU share over
         the slots before start + i, from some earlier base slot, so the mean usage of any block

@@ -5,7 +5,8 @@ The contract (design brief, section 4; theory in docs/theory.md):
 1. every (server, slot) has a GPU price and a NIC price, exponential in the committed share;
 2. when a job is offered, its cheapest plan (worker count and ring embedding for every slot up
    to a completion slot T) is found for every T at current prices, and the plan with the
-   largest payoff u(T - a) - cost is taken;
+   largest payoff u(T - a) - cost is taken (in trace mode started as late as it still pays
+   nearly as much, ``late_share``: the near slots are left to later arrivals);
 3. the embedding inside that search is the greedy ring embedding (``embed.py``);
 4. a positive payoff admits the job: its plan is committed and prices rise (a one-server
    ring of a plan that starts soon first moves to the fullest server that hosts it, within a
@@ -63,8 +64,9 @@ class GadgetParams:
     # this share of the job's utility of the best; 0: off (docs/theory.md section 9: it leaves
     # the near slots to later arrivals, a large gain on overloaded traces, a small loss on some)
     late_share: float = 0.2
-    # a planned job running early on its plan's first placement gets those slots committed when
-    # the ledger has room for them until its plan starts (new plans then do not displace it)
+    # a planned job running early on lent GPUs (its plan's first placement, or one of the same
+    # shape) gets its plan started there now when the ledger has room (new plans then do not
+    # displace it)
     commit_early_runs: bool = True
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts

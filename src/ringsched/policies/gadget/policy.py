@@ -715,19 +715,17 @@ class Gadget(Policy):
             failed = self._early_fail.get(jid)
             if failed is not None and failed[:3] == (now, self._freed, up) and slot <= failed[3]:
                 continue
-            counts, bw = self._usage(now, S)
+            new = self._usage(now, S)
+            old = None if same else self._usage(pl, S)
             # the slots it would newly take: until its plan starts (same placement), or, moving,
             # until its first segment ends, less its own reservation there
-            block = self.ledger.first_overflow(slot, a if same else z, counts, bw, cap,
-                                               None if same else (a, *self._usage(pl, S)))
+            block = self.ledger.first_overflow(slot, a if same else z, *new, cap, None if same else (a, *old))
             if block is not None:
                 self._early_fail[jid] = (now, self._freed, up, block)
                 continue
             if not same:
-                self.ledger.add_range(a, z, *self._usage(pl, S), sign=-1)
-                self.ledger.add_range(a, z, counts, bw)
-                self._freed += 1
-            self.ledger.add_range(slot, a, counts, bw)
+                self._move_segment(plan, 0, now, old, new)
+            self.ledger.add_range(slot, a, *new)
             plan.segments[0] = (slot, z, now)
             self._early_fail.pop(jid, None)
 
@@ -767,19 +765,21 @@ class Gadget(Policy):
         a, z, pl = plan.segments[i]
         if nodes.speed.shape(prev) != nodes.speed.shape(pl):
             return pl
-        S = nodes.cluster.num_servers
-        old_g, old_b = self._usage(pl, S)
-        new_g, new_b = self._usage(prev, S)
-        used_g, used_b = self.ledger.window(a, z)
-        more_g, more_b = new_g > old_g, new_b > old_b  # only where the job would take more
-        if np.all(used_g[more_g] + (new_g - old_g)[more_g, None] <= nodes.capacity[more_g, None]) and \
-                np.all(used_b[more_b] + (new_b - old_b)[more_b, None] <= 1.0 + 1e-9):
-            self.ledger.add_range(a, z, old_g, old_b, sign=-1)
-            self.ledger.add_range(a, z, new_g, new_b)
-            self._freed += 1
-            plan.segments[i] = (a, z, prev)
+        old = self._usage(pl, nodes.cluster.num_servers)
+        new = self._usage(prev, nodes.cluster.num_servers)
+        if self.ledger.first_overflow(a, z, *new, nodes.capacity, (a, *old)) is None:
+            self._move_segment(plan, i, prev, old, new)
             return prev
         return pl
+
+    def _move_segment(self, plan: Plan, i: int, pl: tuple, old: tuple, new: tuple) -> None:
+        """Segment i of a committed plan runs on ``pl`` instead (``old``/``new``: the usages,
+        ``_usage``); only the job's own reservation moves, and what it left is free again."""
+        a, z, _ = plan.segments[i]
+        self.ledger.add_range(a, z, *old, sign=-1)
+        self.ledger.add_range(a, z, *new)
+        self._freed += 1
+        plan.segments[i] = (a, z, pl)
 
     def wakeup_s(self, now_s: float, slot_s: float) -> float | None:
         """The next slot in which a committed plan runs (the simulator must not stop before)."""

@@ -76,15 +76,15 @@ class Ledger:
         (after removing ``less`` = (from slot, counts, bw_frac) from that slot on) would exceed
         ``capacity`` or a NIC, or None. Only the servers the usage touches are read."""
         self._ensure(end)
-        bad = np.zeros(end - start, dtype=bool)
-        for used, add, lim, k in ((self.gpu_used, counts, capacity, 1), (self.bw_used, bw_frac, None, 2)):
-            rows = np.flatnonzero(add)
-            if not rows.size:
-                continue
-            u = used[rows, start:end].astype(float if lim is None else np.int64)
-            if less is not None:
-                u[:, less[0] - start:] -= less[k][rows][:, None]
-            bad |= np.any(u + add[rows][:, None] > (1.0 + 1e-9 if lim is None else lim[rows][:, None]), axis=0)
+        g_rows, b_rows = np.flatnonzero(counts), np.flatnonzero(bw_frac)
+        g = self.gpu_used[g_rows, start:end].astype(np.int64)
+        b = self.bw_used[b_rows, start:end].copy()
+        if less is not None:
+            at, less_g, less_b = less
+            g[:, at - start:] -= less_g[g_rows][:, None]
+            b[:, at - start:] -= less_b[b_rows][:, None]
+        bad = np.any(g + counts[g_rows][:, None] > capacity[g_rows][:, None], axis=0) | \
+            np.any(b + bw_frac[b_rows][:, None] > 1.0 + 1e-9, axis=0)
         return start + int(np.argmax(bad)) if bad.any() else None
 
     def usage_prefix(self, start: int, end: int) -> np.ndarray:

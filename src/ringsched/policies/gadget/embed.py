@@ -12,39 +12,45 @@ anywhere, no NIC reservation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 
-@dataclass
 class StepEmbeddings:
     """For one worker count w: per step the cost, servers k, most workers on a server d, and
-    whether it fits; ``order``/``take`` rebuild the placement of any step."""
+    whether it fits; ``counts(step)`` rebuilds the placement of any step from the most compact
+    of three forms (placements are rebuilt for the few steps of the chosen plan only):
+    ``fixed`` (one placement in every step), ``single`` (a one-server ring's server per step,
+    -1 where the ring spans servers) and ``order``/``take`` (per step the server order used
+    and the workers taken from each server in that order)."""
 
-    w: int
-    cost: np.ndarray
-    k: np.ndarray
-    d: np.ndarray
-    ok: np.ndarray
-    order: np.ndarray  # (steps, S) server order used
-    take: np.ndarray  # (steps, S) workers taken from each server in that order
+    __slots__ = ("w", "cost", "k", "d", "ok", "order", "take", "single", "fixed", "head", "progress")
+
+    def __init__(self, w: int, cost: np.ndarray, k: np.ndarray, d: np.ndarray, ok: np.ndarray,
+                 order: np.ndarray | None = None, take: np.ndarray | None = None, *,
+                 single: np.ndarray | None = None, fixed: np.ndarray | None = None):
+        self.w, self.cost, self.k, self.d, self.ok = w, cost, k, d, ok
+        self.order, self.take = order, take  # (steps, S) each
+        self.single = single  # (steps,)
+        self.fixed = fixed  # (S,) workers per server
+        self.head: tuple[int, np.ndarray] | None = None  # (steps, counts): the first steps run on counts
+        self.progress: np.ndarray | None = None
+
+    @property
+    def constant(self) -> bool:
+        """The same placement in every step."""
+        return self.fixed is not None and self.head is None
 
     def counts(self, step: int, num_servers: int) -> np.ndarray:
+        if self.head is not None and step < self.head[0]:
+            return self.head[1].copy()
+        if self.fixed is not None:
+            return self.fixed.copy()
         c = np.zeros(num_servers, dtype=np.int64)
-        c[self.order[step]] = self.take[step]
+        if self.single is not None and self.single[step] >= 0:
+            c[self.single[step]] = self.w
+        else:
+            c[self.order[step]] = self.take[step]
         return c
-
-
-def server_first(servers: np.ndarray, num_servers: int) -> np.ndarray:
-    """(len(servers), num_servers) server orders with ``servers[i]`` first in row i: the order of
-    a one-server ring (its workers are all taken from the first server)."""
-    n = len(servers)
-    rows = np.arange(n)
-    order = np.tile(np.arange(num_servers), (n, 1))
-    order[rows, servers] = order[rows, 0]
-    order[rows, 0] = servers
-    return order
 
 
 def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bprice: np.ndarray,
@@ -67,10 +73,8 @@ def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bpric
     c1 = np.where(single, w * gT, np.inf)
     s1 = np.argmin(c1, axis=1)
     if has1.all():  # one server hosts the ring in every step (always for w = 1): no multi-server pass
-        take = np.zeros((n, S), dtype=np.int64)
-        take[:, 0] = w
         return StepEmbeddings(w, c1[np.arange(n), s1], np.ones(n, dtype=np.int64), np.full(n, w, dtype=np.int64),
-                              np.ones(n, dtype=bool), server_first(s1, S), take)
+                              np.ones(n, dtype=bool), single=s1)
     # multi-server: servers with room for the ring's NIC share, fullest first, then cheapest
     elig = (bfree.T >= bw_frac - 1e-12) & (fT > 0)
     f = np.where(elig, fT, 0)
@@ -84,15 +88,11 @@ def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bpric
     ok = cs[:, -1] >= w
     k = used.sum(axis=1)
     d = take.max(axis=1)
+    single = None
     if has1.any():  # those steps get the cheapest single server: all w workers there
-        rows = np.flatnonzero(has1)
-        order = order.copy()
-        take = take.copy()
-        take[rows] = 0
-        order[rows] = server_first(s1[rows], S)
-        take[rows, 0] = w
+        single = np.where(has1, s1, -1)
         cost = np.where(has1, c1[np.arange(n), s1], cost)
         k = np.where(has1, 1, k)
         d = np.where(has1, w, d)
         ok = ok | has1
-    return StepEmbeddings(w, np.where(ok, cost, np.inf), k, d, ok, order, take)
+    return StepEmbeddings(w, np.where(ok, cost, np.inf), k, d, ok, order, take, single=single)

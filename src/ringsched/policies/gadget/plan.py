@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ringsched.policies.gadget import kernels
+
 
 @dataclass
 class PlanChoice:
@@ -92,26 +94,12 @@ def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, st
     """The fast plan search of trace mode: run without gaps from some start step until done.
 
     ``cost[t]`` and ``progress[t]`` (samples) are those of one worker count in step t (cost inf
-    where it does not fit). Every start step is tried at once with prefix sums, so the search
-    is O(steps) numpy work per worker count. Plans without gaps are the ones worth having in
+    where it does not fit). Every start step is tried at once with prefix sums
+    (``kernels.contiguous_plans``), so the search is one O(steps log steps) pass per worker count. Plans without gaps are the ones worth having in
     practice: every gap is a preemption and a checkpoint-restart."""
-    n = cost.size
-    ok = np.isfinite(cost) & (progress > 0)
-    P = np.concatenate(([0.0], np.cumsum(np.where(ok, progress, 0.0))))
-    C = np.concatenate(([0.0], np.cumsum(np.where(ok, cost, 0.0))))
-    B = np.concatenate(([0], np.cumsum(~ok)))
-    s0 = np.arange(n)
-    e = np.searchsorted(P, P[s0] + remaining * (1 - 1e-12), side="left") - 1  # step in which it completes
-    valid = (e < n) & (e >= s0)
-    e = np.minimum(e, n - 1)
-    valid &= (B[e + 1] - B[s0]) == 0
+    valid, e, finish, total = kernels.contiguous_plans(cost, progress, float(remaining), step_start_s, float(step_len_s))
     if not valid.any():
         return None
-    done_before = P[e] - P[s0]
-    pe = progress[e]
-    frac = np.clip((remaining - done_before) / np.where(pe > 0, pe, 1.0), 0.0, 1.0)
-    finish = step_start_s[e] + frac * step_len_s
-    total = C[e + 1] - C[s0]
     pay = np.where(valid, np.asarray(utility(finish - arrival_s), dtype=float) - total, -np.inf)
     i = int(np.argmax(pay))
     if floor is not None:  # the latest start among plans paying at least floor
@@ -122,7 +110,7 @@ def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, st
     elif near > 0:  # among plans within ``near`` of the best payoff, finish earliest
         close = np.flatnonzero(pay >= pay[i] - near)
         i = int(close[np.argmin(finish[close])])
-    return ContiguousChoice(int(s0[i]), int(e[i]), float(pay[i]), float(total[i]), float(finish[i]))
+    return ContiguousChoice(i, int(e[i]), float(pay[i]), float(total[i]), float(finish[i]))
 
 
 def uniform_plans(cost: np.ndarray, progress: np.ndarray, remaining: np.ndarray, now_s: float,
@@ -134,25 +122,8 @@ def uniform_plans(cost: np.ndarray, progress: np.ndarray, remaining: np.ndarray,
     inf where it does not fit (``cost`` is inf where a row cannot run). Steps start at
     now_s + i x step_len_s. The work is shaved by 1e-9 so that rounding can only make plans
     finish sooner: the payoffs stay upper bounds of the exact search's."""
-    m, n = cost.shape
-    rem = remaining * (1 - 1e-9)
-    k = np.ceil(np.divide(rem, progress, out=np.full(m, np.inf), where=progress > 0))  # steps to finish
-    usable = k <= n
-    kk = np.where(usable, np.maximum(k, 1), n + 1).astype(np.int64)
-    frac = np.clip((rem - (np.where(usable, kk, 1) - 1) * progress) / np.where(usable, progress, 1.0), 0.0, 1.0)
-    ok = np.isfinite(cost)
-    C = np.zeros((m, n + 1))
-    np.cumsum(np.where(ok, cost, 0.0), axis=1, out=C[:, 1:])
-    B = np.zeros((m, n + 1), dtype=np.int64)
-    np.cumsum(~ok, axis=1, out=B[:, 1:])
-    s0 = np.arange(n)[None, :]
-    e = s0 + kk[:, None] - 1
-    valid = e < n
-    e = np.minimum(e, n - 1)
-    rows = np.arange(m)[:, None]
-    valid &= (B[rows, e + 1] - B[rows, s0]) == 0
-    finish = now_s + step_len_s[:, None] * e + frac[:, None] * step_len_s[:, None]
-    return finish, np.where(valid, C[rows, e + 1] - C[rows, s0], np.inf)
+    return kernels.uniform_plans(np.asarray(cost, dtype=float), np.asarray(progress, dtype=float),
+                                 np.asarray(remaining, dtype=float), float(now_s), np.asarray(step_len_s, dtype=float))
 
 
 def uniform_row_payoffs(cost: np.ndarray, progress: np.ndarray, remaining: float, now_s: float,

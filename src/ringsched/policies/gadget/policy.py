@@ -35,7 +35,8 @@ from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.job import Job
 from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
-from ringsched.policies.gadget.embed import StepEmbeddings, embed, server_first
+from ringsched.policies.gadget import kernels
+from ringsched.policies.gadget.embed import StepEmbeddings, embed
 from ringsched.policies.gadget.plan import best_contiguous, uniform_plans, uniform_row_payoffs
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.registry import register
@@ -203,8 +204,9 @@ class Gadget(Policy):
         self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
         self.horizon: dict[str, float] = {}
         self._rates: dict[tuple, float] = {}
-        self._early_fail: dict[str, tuple] = {}  # job -> (placement, _freed, up, blocking slot)
-        self._freed = 0  # counts ledger changes that free capacity (releases, moves)
+        self._early_fail: dict[str, tuple] = {}  # job -> (placement, its servers' _freed, up, blocking slot)
+        self._freed: np.ndarray | None = None  # per server: ledger changes that freed capacity there
+        self._unstarted: dict[str, Plan] = {}  # plans whose first slot may lie ahead (commit order)
         self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
         self._sparse_cache: dict[tuple, tuple] = {}
         self._speed_version = 0
@@ -258,6 +260,7 @@ class Gadget(Policy):
         if self.ledger is None:
             c = nodes.cluster
             self.ledger = Ledger(c.gpus, np.array([s.nic_Bps for s in c.servers]))
+            self._freed = np.zeros(c.num_servers, dtype=np.int64)
         if self.prices_g is None:
             self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
 
@@ -289,18 +292,18 @@ class Gadget(Policy):
         used_g, used_b = self.ledger.window(slot, slot + steps * b)
         S = c.num_servers
         gpus = c.gpus[:, None]
-        blocks = used_g.reshape(S, steps, b)
-        free = gpus - blocks.max(axis=2)  # free in every slot of the step
+        top, total = kernels.block_stats_int(used_g, b)
+        free = gpus - top  # free in every slot of the step
         free[:, 0] = np.minimum(free[:, 0], nodes.capacity - used_g[:, 0])
         np.maximum(free, 0, out=free)
         # a step of b slots is priced at its mean usage (b x P(mean)): one exponential per step
         # instead of per slot keeps long windows cheap (it slightly under-prices uneven steps)
-        mean_g = blocks.sum(axis=2) / b if b > 1 else used_g.astype(float)
+        mean_g = total / b if b > 1 else used_g.astype(float)
         gp = b * self.prices_g(mean_g / gpus) / gpus
         if self.ring_aware and used_b.any():
-            bblocks = used_b.reshape(S, steps, b)
-            bfree = 1.0 - bblocks.max(axis=2)
-            bp = b * self.p.nic_share * self.prices_b(bblocks.sum(axis=2) / b)
+            btop, btotal = kernels.block_stats_float(used_b, b)
+            bfree = 1.0 - btop
+            bp = b * self.p.nic_share * self.prices_b(btotal / b)
         else:  # no NIC share committed in the window (or blind to rings): all free, price 0
             bfree = np.ones((S, steps))
             bp = np.zeros((S, steps))
@@ -482,8 +485,7 @@ class Gadget(Policy):
                         ((cc > 0)[:, None] * bp[:, :stay]).sum(axis=0) * (sh[1] > 1)
                     e.ok[:stay] = True
                     prog[:stay] = rate * step_len
-                    e.order[:stay] = np.argsort(-cc, kind="stable")
-                    e.take[:stay] = cc[e.order[0]]
+                    e.head = (stay, cc)
             elif ran_before:
                 prog[0] = max(0.0, prog[0] - self._restart_s(nodes) * prog[0] / step_len)
             near = self.p.near_payoff * float(job.utility.max_value)
@@ -507,6 +509,9 @@ class Gadget(Policy):
             ch = best_contiguous(e.cost, pr, remaining, starts, step_len, job.utility, job.arrival_s, floor=floor) or ch
         if self.ring_aware and self.p.pack_slack > 0 and not current:  # keeping servers whole is for rings
             e = self._packed(ch, e, free, gp, float(job.utility(ch.finish_s - job.arrival_s)))
+        if e.constant:  # one placement throughout: one segment
+            return Plan([(slot + ch.start * b, slot + (ch.end + 1) * b, counts_to_placement(e.fixed))],
+                        ch.finish_s, ch.payoff, ch.cost)
         segments: list[tuple[int, int, tuple]] = []
         prev = None
         for i in range(ch.start, ch.end + 1):
@@ -544,9 +549,9 @@ class Gadget(Policy):
             return e
         cand = np.flatnonzero(ok)
         s = int(cand[np.lexsort((cost[cand], room[cand]))[0]])  # tightest fit, then cheapest
-        take = np.zeros_like(e.take)
-        take[:, 0] = w
-        return StepEmbeddings(w, e.cost, e.k, e.d, e.ok, server_first(np.full(e.cost.size, s), free.shape[0]), take)
+        counts = np.zeros(free.shape[0], dtype=np.int64)
+        counts[s] = w
+        return StepEmbeddings(w, e.cost, e.k, e.d, e.ok, fixed=counts)
 
     def _fixed_embedding(self, w, e, prog, remaining, free, gp, bfree, bp, nodes, job, step_len):
         """One embedding that stays free from the first step that fits until the job would be
@@ -571,13 +576,13 @@ class Gadget(Policy):
         cost = np.full(n, np.inf)
         cost[s0:s1] = (counts[:, None] * gp[:, s0:s1]).sum(axis=0) + \
             ((counts > 0)[:, None] * bp[:, s0:s1]).sum(axis=0) * multi
-        fx = StepEmbeddings(w, cost, np.full(n, sh[1]), np.full(n, sh[2]), np.isfinite(cost),
-                            np.tile(one.order[0], (n, 1)), np.tile(one.take[0], (n, 1)))
+        fx = StepEmbeddings(w, cost, np.full(n, sh[1]), np.full(n, sh[2]), np.isfinite(cost), fixed=counts)
         fx.progress = np.where(np.isfinite(cost), rate * step_len, 0.0)
         return fx
 
     def _commit(self, jid: str, plan: Plan, S: int) -> None:
         self.plans[jid] = plan
+        self._unstarted[jid] = plan
         for a, z, pl in plan.segments:
             counts, bw = self._usage(pl, S)
             self.ledger.add_range(a, z, counts, bw)
@@ -594,12 +599,13 @@ class Gadget(Policy):
         plan = self.plans.pop(jid, None)
         if plan is None:
             return
+        self._unstarted.pop(jid, None)
         for a, z, pl in plan.segments:
             if z > from_slot:
                 counts, bw = self._usage(pl, S)
                 self.ledger.add_range(max(a, from_slot), z, counts, bw, sign=-1)
+                self._freed[counts > 0] += 1
         self.epoch += 1
-        self._freed += 1
         self._early_fail.pop(jid, None)
 
     def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
@@ -639,10 +645,11 @@ class Gadget(Policy):
             self._release(jid, slot, S)  # finished early: free its later reservations
         behind: set[str] = set()
         all_up = bool(nodes.up.all())
-        for jid, plan in list(self.plans.items()):
-            if plan.last_slot < slot or (not all_up and (pl := plan.at(slot)) and not nodes.up[list(set(pl))].all()):
-                self._release(jid, slot, S)  # plan over but work left, or a failed server
-                behind.add(jid)
+        over = [jid for jid, plan in self.plans.items() if plan.segments[-1][1] <= slot or
+                (not all_up and (pl := plan.at(slot)) and not nodes.up[list(set(pl))].all())]
+        for jid in over:
+            self._release(jid, slot, S)  # plan over but work left, or a failed server
+            behind.add(jid)
         out: dict[str, tuple] = {}
         # offer jobs without a plan: those behind first, then new ones, then deferred ones, each by
         # arrival. A deferred job is offered again every retry_every slots, doubling the wait after
@@ -679,6 +686,8 @@ class Gadget(Policy):
                 self.misses[jid] = self.misses.get(jid, 0) + 1
         running_plan = []  # jobs running their plan in this slot (those a top-up may grow)
         for jid, plan in self.plans.items():
+            if plan.segments[0][0] > slot:
+                continue  # not started
             pl = plan.at(slot)
             if pl:
                 prev = previous_allocations.get(jid, ())
@@ -698,13 +707,16 @@ class Gadget(Policy):
         room for it: the slots until its plan starts are committed too. Lent GPUs are invisible
         to prices, so new plans would otherwise land there and move the job (with late starts, a
         long job restarted dozens of times). A check that failed is not repeated until the
-        ledger frees something or the slot that blocked it has passed (commits only fill it)."""
+        ledger frees something on the servers it would take or the slot that blocked it has
+        passed (commits only fill it). Only plans that have not started are looked at."""
         S = nodes.cluster.num_servers
         cap = nodes.capacity
         up = nodes.up.tobytes()
-        for jid, plan in self.plans.items():
+        freed = self._freed
+        for jid, plan in list(self._unstarted.items()):
             a, z, pl = plan.segments[0]
-            if a <= slot:
+            if a <= slot:  # started (its first slot only ever moves earlier)
+                del self._unstarted[jid]
                 continue
             now = out.get(jid)
             if not now:
@@ -712,8 +724,10 @@ class Gadget(Policy):
             same = now == pl
             if not same and (len(now) != len(pl) or nodes.speed.shape(now) != nodes.speed.shape(pl)):
                 continue
+            # only freed capacity on the servers it would take can make a failed check pass
+            mark = int(freed[list(set(now))].sum())
             failed = self._early_fail.get(jid)
-            if failed is not None and failed[:3] == (now, self._freed, up) and slot <= failed[3]:
+            if failed is not None and failed[:3] == (now, mark, up) and slot <= failed[3]:
                 continue
             new = self._usage(now, S)
             old = None if same else self._usage(pl, S)
@@ -721,12 +735,13 @@ class Gadget(Policy):
             # until its first segment ends, less its own reservation there
             block = self.ledger.first_overflow(slot, a if same else z, *new, cap, None if same else (a, *old))
             if block is not None:
-                self._early_fail[jid] = (now, self._freed, up, block)
+                self._early_fail[jid] = (now, mark, up, block)
                 continue
             if not same:
                 self._move_segment(plan, 0, now, old, new)
             self.ledger.add_range(slot, a, *new)
             plan.segments[0] = (slot, z, now)
+            del self._unstarted[jid]
             self._early_fail.pop(jid, None)
 
     def _retry_due(self, jid: str, slot: int) -> bool:
@@ -778,7 +793,7 @@ class Gadget(Policy):
         a, z, _ = plan.segments[i]
         self.ledger.add_range(a, z, *old, sign=-1)
         self.ledger.add_range(a, z, *new)
-        self._freed += 1
+        self._freed[old[0] > 0] += 1
         plan.segments[i] = (a, z, pl)
 
     def wakeup_s(self, now_s: float, slot_s: float) -> float | None:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ringsched.policies.gadget import kernels
+
 
 @dataclass(frozen=True)
 class PriceFunction:
@@ -76,16 +78,14 @@ class Ledger:
         (after removing ``less`` = (from slot, counts, bw_frac) from that slot on) would exceed
         ``capacity`` or a NIC, or None. Only the servers the usage touches are read."""
         self._ensure(end)
-        g_rows, b_rows = np.flatnonzero(counts), np.flatnonzero(bw_frac)
-        g = self.gpu_used[g_rows, start:end].astype(np.int64)
-        b = self.bw_used[b_rows, start:end].copy()
-        if less is not None:
+        if less is None:
+            at, less_g, less_b = end, counts, bw_frac  # (nothing removed)
+        else:
             at, less_g, less_b = less
-            g[:, at - start:] -= less_g[g_rows][:, None]
-            b[:, at - start:] -= less_b[b_rows][:, None]
-        bad = np.any(g + counts[g_rows][:, None] > capacity[g_rows][:, None], axis=0) | \
-            np.any(b + bw_frac[b_rows][:, None] > 1.0 + 1e-9, axis=0)
-        return start + int(np.argmax(bad)) if bad.any() else None
+        c = kernels.first_overflow(self.gpu_used, self.bw_used, start, end, np.asarray(counts, dtype=np.int64),
+                                   np.asarray(bw_frac, dtype=float), np.asarray(capacity, dtype=np.int64), at,
+                                   np.asarray(less_g, dtype=np.int64), np.asarray(less_b, dtype=float))
+        return None if c < 0 else int(c)
 
     def usage_prefix(self, start: int, end: int) -> np.ndarray:
         """(servers, end - start + 1): column i is the sum of each server's used GPU share over
@@ -112,9 +112,7 @@ class Ledger:
         lo, hi = max(start, base), min(end, base + zp.shape[1] - 1)
         if hi <= lo:
             return
-        i0, i1 = lo - base, hi - base
-        zp[rows, i0 + 1:i1 + 1] += delta[:, None] * np.arange(1, hi - lo + 1)
-        zp[rows, i1 + 1:] += delta[:, None] * (hi - lo)
+        kernels.shift_prefix(zp, lo - base, hi - base, rows, np.asarray(delta, dtype=float))
 
     def add_range(self, start: int, end: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
         """Add (sign=-1: remove) the same usage to every slot in [start, end)."""

@@ -1,0 +1,200 @@
+"""Compiled loops of GADGET's hot paths (numba), each the exact twin of a numpy expression.
+
+Every function here replaces a chain of small numpy operations that ran tens of thousands of
+times per trace: on arrays of a few dozen steps, numpy's per-call overhead, not arithmetic,
+was most of GADGET's time. Each loop does the same floating-point operations in the same
+order as the numpy code it replaced (cumulative sums run left to right in both), so decisions
+are unchanged, byte for byte; tests/test_gadget_kernels.py checks each against its numpy
+reference. Utilities and prices (exponentials) stay in numpy: libm and numpy may round them
+differently. Compiled code is cached next to this file after the first run.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def contiguous_plans(cost, progress, remaining, starts_s, step_len_s):
+    """For every start step s: whether a plan running without gaps from s finishes ``remaining``
+    samples in the window, the step e it completes in, its finish time and cost
+    (``plan.best_contiguous``). ``cost`` is inf where the step cannot run."""
+    n = cost.size
+    P = np.zeros(n + 1)
+    C = np.zeros(n + 1)
+    B = np.zeros(n + 1, dtype=np.int64)
+    for t in range(n):
+        ok = np.isfinite(cost[t]) and progress[t] > 0
+        P[t + 1] = P[t] + (progress[t] if ok else 0.0)
+        C[t + 1] = C[t] + (cost[t] if ok else 0.0)
+        B[t + 1] = B[t] + (0 if ok else 1)
+    valid = np.zeros(n, dtype=np.bool_)
+    end = np.empty(n, dtype=np.int64)
+    finish = np.empty(n)
+    total = np.empty(n)
+    need = remaining * (1 - 1e-12)
+    for s in range(n):
+        e = np.searchsorted(P, P[s] + need) - 1  # the step in which it completes
+        v = s <= e < n
+        if e > n - 1:
+            e = n - 1
+        if e < 0:  # (only when nothing remains; invalid then)
+            e = 0
+            v = False
+        if v and B[e + 1] - B[s] != 0:
+            v = False  # a step it cannot run lies in between
+        pe = progress[e]
+        frac = (remaining - (P[e] - P[s])) / (pe if pe > 0 else 1.0)
+        frac = min(max(frac, 0.0), 1.0)
+        valid[s] = v
+        end[s] = e
+        finish[s] = starts_s[e] + frac * step_len_s
+        total[s] = C[e + 1] - C[s]
+    return valid, end, finish, total
+
+
+@_jit
+def uniform_plans(cost, progress, remaining, now_s, step_len_s):
+    """``plan.uniform_plans``: (finish time, cost) of the plan starting in every step of every
+    row when row r advances ``progress[r]`` samples per step."""
+    m, n = cost.shape
+    finish = np.empty((m, n))
+    out = np.empty((m, n))
+    C = np.zeros(n + 1)
+    B = np.zeros(n + 1, dtype=np.int64)
+    for r in range(m):
+        rem = remaining[r] * (1 - 1e-9)
+        p = progress[r]
+        k = np.ceil(rem / p) if p > 0 else np.inf  # steps to finish
+        usable = k <= n
+        kk = np.int64(max(k, 1.0)) if usable else n + 1
+        frac = (rem - ((kk if usable else 1) - 1) * p) / (p if usable else 1.0)
+        frac = min(max(frac, 0.0), 1.0)
+        L = step_len_s[r]
+        for t in range(n):
+            ok = np.isfinite(cost[r, t])
+            C[t + 1] = C[t] + (cost[r, t] if ok else 0.0)
+            B[t + 1] = B[t] + (0 if ok else 1)
+        for s in range(n):
+            e = s + kk - 1
+            valid = e < n
+            if e > n - 1:
+                e = n - 1
+            if valid and B[e + 1] - B[s] != 0:
+                valid = False
+            finish[r, s] = now_s + L * e + frac * L
+            out[r, s] = C[e + 1] - C[s] if valid else np.inf
+    return finish, out
+
+
+@_jit
+def shift_prefix(zp, i0, i1, rows, delta):
+    """Running sums after adding ``delta[j]`` to row ``rows[j]`` in every slot of a block: a
+    ramp over the block's columns (i0, i1], then a constant on every column after it."""
+    ncols = zp.shape[1]
+    width = i1 - i0
+    for j in range(rows.size):
+        r = rows[j]
+        d = delta[j]
+        for c in range(1, width + 1):
+            zp[r, i0 + c] += d * c
+        t = d * width
+        for c in range(i1 + 1, ncols):
+            zp[r, c] += t
+
+
+@_jit
+def first_overflow(gpu_used, bw_used, start, end, counts, bw_frac, capacity, less_at, less_g, less_b):
+    """The first slot in [start, end) where ``counts`` GPUs and ``bw_frac`` of the NICs more
+    (less ``less_g``/``less_b`` from slot ``less_at`` on) exceed a server, or -1."""
+    S = counts.size
+    for c in range(start, end):
+        for s in range(S):
+            if counts[s] > 0:
+                g = np.int64(gpu_used[s, c])
+                if c >= less_at:
+                    g -= less_g[s]
+                if g + counts[s] > capacity[s]:
+                    return c
+            if bw_frac[s] > 0:
+                b = bw_used[s, c]
+                if c >= less_at:
+                    b -= less_b[s]
+                if b + bw_frac[s] > 1.0 + 1e-9:
+                    return c
+    return -1
+
+
+@_jit
+def block_stats_int(used, b):
+    """(max, sum) over each block of ``b`` consecutive slots of every server's row (GPU counts)."""
+    S, width = used.shape
+    steps = width // b
+    mx = np.empty((S, steps), dtype=np.int64)
+    sm = np.empty((S, steps), dtype=np.int64)
+    for s in range(S):
+        for i in range(steps):
+            m = np.int64(used[s, i * b])
+            t = np.int64(0)
+            for j in range(i * b, (i + 1) * b):
+                v = np.int64(used[s, j])
+                if v > m:
+                    m = v
+                t += v
+            mx[s, i] = m
+            sm[s, i] = t
+    return mx, sm
+
+
+@_jit
+def _pairwise_sum(a, lo, n):
+    """numpy's pairwise summation of a[lo:lo + n] (the order numpy's ``sum`` adds in)."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+        i = 8
+        while i < n - (n % 8):
+            r0 += a[lo + i]
+            r1 += a[lo + i + 1]
+            r2 += a[lo + i + 2]
+            r3 += a[lo + i + 3]
+            r4 += a[lo + i + 4]
+            r5 += a[lo + i + 5]
+            r6 += a[lo + i + 6]
+            r7 += a[lo + i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[lo + i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_sum(a, lo, n2) + _pairwise_sum(a, lo + n2, n - n2)
+
+
+@_jit
+def block_stats_float(used, b):
+    """(max, sum) over each block of ``b`` consecutive slots of every server's row (NIC shares)."""
+    S, width = used.shape
+    steps = width // b
+    mx = np.empty((S, steps))
+    sm = np.empty((S, steps))
+    for s in range(S):
+        row = used[s]
+        for i in range(steps):
+            m = row[i * b]
+            for j in range(i * b + 1, (i + 1) * b):
+                if row[j] > m:
+                    m = row[j]
+            mx[s, i] = m
+            sm[s, i] = _pairwise_sum(row, i * b, b)
+    return mx, sm

@@ -1,0 +1,140 @@
+"""The compiled loops of GADGET (``policies/gadget/kernels.py``) against the numpy code they
+replaced, kept here as references: the results must be equal bit for bit, so that compiling a
+loop never changes a decision."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ringsched.policies.gadget import kernels
+from ringsched.policies.gadget.plan import best_contiguous, uniform_plans
+from ringsched.policies.gadget.prices import Ledger
+
+
+# ------------------------------------------------------------------ numpy references
+def ref_contiguous(cost, progress, remaining, starts, step_len):
+    n = cost.size
+    ok = np.isfinite(cost) & (progress > 0)
+    P = np.concatenate(([0.0], np.cumsum(np.where(ok, progress, 0.0))))
+    C = np.concatenate(([0.0], np.cumsum(np.where(ok, cost, 0.0))))
+    B = np.concatenate(([0], np.cumsum(~ok)))
+    s0 = np.arange(n)
+    e = np.searchsorted(P, P[s0] + remaining * (1 - 1e-12), side="left") - 1
+    valid = (e < n) & (e >= s0)
+    e = np.minimum(e, n - 1)
+    valid &= (B[e + 1] - B[s0]) == 0
+    done_before = P[e] - P[s0]
+    pe = progress[e]
+    frac = np.clip((remaining - done_before) / np.where(pe > 0, pe, 1.0), 0.0, 1.0)
+    return valid, e, starts[e] + frac * step_len, C[e + 1] - C[s0]
+
+
+def ref_uniform(cost, progress, remaining, now_s, step_len_s):
+    m, n = cost.shape
+    rem = remaining * (1 - 1e-9)
+    k = np.ceil(np.divide(rem, progress, out=np.full(m, np.inf), where=progress > 0))
+    usable = k <= n
+    kk = np.where(usable, np.maximum(k, 1), n + 1).astype(np.int64)
+    frac = np.clip((rem - (np.where(usable, kk, 1) - 1) * progress) / np.where(usable, progress, 1.0), 0.0, 1.0)
+    ok = np.isfinite(cost)
+    C = np.zeros((m, n + 1))
+    np.cumsum(np.where(ok, cost, 0.0), axis=1, out=C[:, 1:])
+    B = np.zeros((m, n + 1), dtype=np.int64)
+    np.cumsum(~ok, axis=1, out=B[:, 1:])
+    s0 = np.arange(n)[None, :]
+    e = s0 + kk[:, None] - 1
+    valid = e < n
+    e = np.minimum(e, n - 1)
+    rows = np.arange(m)[:, None]
+    valid &= (B[rows, e + 1] - B[rows, s0]) == 0
+    finish = now_s + step_len_s[:, None] * e + frac[:, None] * step_len_s[:, None]
+    return finish, np.where(valid, C[rows, e + 1] - C[rows, s0], np.inf)
+
+
+def steps_strategy(max_n=60):
+    """Per-step costs (some inf: the job does not fit) and progress (some 0)."""
+    return st.integers(1, max_n).flatmap(lambda n: st.tuples(
+        st.lists(st.one_of(st.floats(0, 1e4), st.just(np.inf)), min_size=n, max_size=n),
+        st.lists(st.one_of(st.floats(0, 5e3), st.just(0.0)), min_size=n, max_size=n)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=steps_strategy(), remaining=st.one_of(st.floats(0, 1e5), st.just(0.0)), step_len=st.floats(1, 1e4))
+def test_contiguous_plans_equal_the_numpy_reference(steps, remaining, step_len):
+    cost, progress = (np.array(x, dtype=float) for x in steps)
+    starts = 17.0 + step_len * np.arange(cost.size)
+    valid, e, finish, total = kernels.contiguous_plans(cost, progress, remaining, starts, step_len)
+    rv, re, rf, rt = ref_contiguous(cost, progress, remaining, starts, step_len)
+    assert np.array_equal(valid, rv)
+    # only valid plans are ever read
+    assert np.array_equal(e[rv], re[rv]) and np.array_equal(finish[rv], rf[rv]) and np.array_equal(total[rv], rt[rv])
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(steps_strategy(40), st.floats(0, 1e5), st.floats(1, 1e4)), min_size=1, max_size=6),
+       n=st.integers(1, 40))
+def test_uniform_plans_equal_the_numpy_reference(rows, n):
+    cost = np.array([(c + [np.inf] * n)[:n] for (c, _), _, _ in rows], dtype=float)
+    progress = np.array([p[0] for (_, p), _, _ in rows], dtype=float)
+    remaining = np.array([r for _, r, _ in rows])
+    step_len = np.array([L for _, _, L in rows])
+    finish, c = uniform_plans(cost, progress, remaining, 123.0, step_len)
+    rf, rc = ref_uniform(cost, progress, remaining, 123.0, step_len)
+    assert np.array_equal(c, rc)
+    assert np.array_equal(finish[np.isfinite(rc)], rf[np.isfinite(rc)])
+
+
+def test_best_contiguous_picks_the_best_paying_start():
+    """A plan across a blocked step is not valid; the best start pays most."""
+    cost = np.array([5.0, 1.0, np.inf, 1.0, 1.0, 1.0])
+    progress = np.full(6, 10.0)
+    u = lambda jct: 100.0 - np.asarray(jct) / 100.0  # noqa: E731
+    ch = best_contiguous(cost, progress, 20.0, 100.0 * np.arange(6), 100.0, u, 0.0)
+    assert (ch.start, ch.end) == (3, 4) and ch.cost == 2.0 and ch.finish_s == 500.0
+    assert best_contiguous(cost, progress, 70.0, 100.0 * np.arange(6), 100.0, u, 0.0) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), b=st.integers(1, 300), steps=st.integers(1, 12), off=st.integers(0, 50))
+def test_block_stats_equal_numpy_max_and_sum(seed, b, steps, off):
+    rng = np.random.default_rng(seed)
+    gpu = rng.integers(0, 9, size=(5, off + steps * b + 3)).astype(np.int32)
+    bw = rng.random((5, off + steps * b + 3))
+    g, w = gpu[:, off:off + steps * b], bw[:, off:off + steps * b]
+    top, total = kernels.block_stats_int(g, b)
+    assert np.array_equal(top, g.reshape(5, steps, b).max(axis=2))
+    assert np.array_equal(total, g.reshape(5, steps, b).sum(axis=2))
+    btop, btotal = kernels.block_stats_float(w, b)
+    assert np.array_equal(btop, w.reshape(5, steps, b).max(axis=2))
+    assert np.array_equal(btotal, w.reshape(5, steps, b).sum(axis=2))  # numpy's pairwise order
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), lo=st.integers(0, 30), width=st.integers(1, 30))
+def test_shift_prefix_equals_the_numpy_update(seed, lo, width):
+    rng = np.random.default_rng(seed)
+    zp = rng.random((4, 80))
+    rows = np.array([0, 2])
+    delta = rng.random(2)
+    want = zp.copy()
+    i0, i1 = lo, lo + width
+    want[rows, i0 + 1:i1 + 1] += delta[:, None] * np.arange(1, width + 1)
+    want[rows, i1 + 1:] += delta[:, None] * width
+    kernels.shift_prefix(zp, i0, i1, rows, delta)
+    assert np.array_equal(zp, want)
+
+
+def test_ledger_first_overflow_none_and_first_slot():
+    led = Ledger(np.array([4, 4]), np.full(2, 1e10), initial_slots=4)
+    led.add_range(3, 6, np.array([3, 0]), np.zeros(2))
+    one = np.array([1, 0])
+    assert led.first_overflow(0, 10, one, np.zeros(2), np.array([4, 4])) is None
+    assert led.first_overflow(0, 10, np.array([2, 0]), np.zeros(2), np.array([4, 4])) == 3
+    # less its own reservation from slot 4 on: only slot 3 overflows
+    assert led.first_overflow(4, 10, np.array([2, 0]), np.zeros(2), np.array([4, 4]),
+                              (4, np.array([3, 0]), np.zeros(2))) is None
+    assert led.first_overflow(0, 10, np.array([0, 1]), np.array([0.0, 0.6]), np.array([4, 4])) is None
+    led.add_range(7, 8, np.array([0, 1]), np.array([0.0, 0.5]))
+    assert led.first_overflow(0, 10, np.array([0, 1]), np.array([0.0, 0.6]), np.array([4, 4])) == 7

@@ -138,3 +138,21 @@ def test_ledger_first_overflow_none_and_first_slot():
     assert led.first_overflow(0, 10, np.array([0, 1]), np.array([0.0, 0.6]), np.array([4, 4])) is None
     led.add_range(7, 8, np.array([0, 1]), np.array([0.0, 0.5]))
     assert led.first_overflow(0, 10, np.array([0, 1]), np.array([0.0, 0.6]), np.array([4, 4])) == 7
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), start=st.integers(0, 20), width=st.integers(1, 20), sign=st.sampled_from([1, -1]))
+def test_add_usage_equals_the_numpy_update(seed, start, width, sign):
+    rng = np.random.default_rng(seed)
+    gpu = rng.integers(0, 8, size=(5, 50)).astype(np.int32)
+    bw = rng.choice([0.0, 0.3, 0.5, 0.8], size=(5, 50))
+    counts = rng.integers(0, 3, size=5) * (rng.random(5) < 0.6)
+    frac = (counts > 0) * 0.3
+    want_g, want_b = gpu.copy(), bw.copy()
+    end = start + width
+    want_g[:, start:end] += sign * counts.astype(np.int32)[:, None]
+    want_b[:, start:end] += sign * frac[:, None]
+    if sign < 0:
+        np.maximum(want_b[:, start:end], 0.0, out=want_b[:, start:end])
+    kernels.add_usage(gpu, bw, start, end, counts.astype(np.int64), frac, sign)
+    assert np.array_equal(gpu, want_g) and np.array_equal(bw, want_b)

@@ -36,8 +36,12 @@ def contiguous_plans(cost, progress, remaining, starts_s, step_len_s):
     finish = np.empty(n)
     total = np.empty(n)
     need = remaining * (1 - 1e-12)
+    first = 0  # the first i with P[i] >= P[s] + need (numpy's searchsorted, side left): it only grows with s
     for s in range(n):
-        e = np.searchsorted(P, P[s] + need) - 1  # the step in which it completes
+        target = P[s] + need
+        while first <= n and P[first] < target:
+            first += 1
+        e = first - 1  # the step in which it completes
         v = s <= e < n
         if e > n - 1:
             e = n - 1
@@ -150,35 +154,63 @@ def block_stats_int(used, b):
 
 
 @_jit
-def _pairwise_sum(a, lo, n):
-    """numpy's pairwise summation of a[lo:lo + n] (the order numpy's ``sum`` adds in)."""
+def _leaf_sum(a, lo, n):
+    """numpy's pairwise summation of a[lo:lo + n] for n <= 128 (eight running sums)."""
     if n < 8:
         res = 0.0
         for i in range(lo, lo + n):
             res += a[i]
         return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@_jit
+def _pairwise_sum(a, lo, n, work):
+    """numpy's pairwise summation of a[lo:lo + n], the order numpy's ``sum`` adds in: halves
+    (rounded to multiples of 8) until at most 128 remain. The recursion runs on an explicit
+    stack (``work``: (3, depth) int64 and (depth,) float scratch) to keep compiling cheap."""
     if n <= 128:
-        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-        i = 8
-        while i < n - (n % 8):
-            r0 += a[lo + i]
-            r1 += a[lo + i + 1]
-            r2 += a[lo + i + 2]
-            r3 += a[lo + i + 3]
-            r4 += a[lo + i + 4]
-            r5 += a[lo + i + 5]
-            r6 += a[lo + i + 6]
-            r7 += a[lo + i + 7]
-            i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < n:
-            res += a[lo + i]
-            i += 1
-        return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _pairwise_sum(a, lo, n2) + _pairwise_sum(a, lo + n2, n - n2)
+        return _leaf_sum(a, lo, n)
+    nodes, vals = work
+    sp, vp = 0, 0
+    nodes[0, 0], nodes[1, 0], nodes[2, 0] = lo, n, 0  # (start, length, children done)
+    while sp >= 0:
+        l, m, st = nodes[0, sp], nodes[1, sp], nodes[2, sp]
+        if m <= 128:
+            vals[vp] = _leaf_sum(a, l, m)
+            vp += 1
+            sp -= 1
+            continue
+        n2 = m // 2
+        n2 -= n2 % 8
+        if st < 2:  # push the left half, then the right one
+            nodes[2, sp] = st + 1
+            sp += 1
+            nodes[0, sp] = l if st == 0 else l + n2
+            nodes[1, sp] = n2 if st == 0 else m - n2
+            nodes[2, sp] = 0
+        else:  # both halves done: their sum replaces them
+            vp -= 1
+            vals[vp - 1] = vals[vp - 1] + vals[vp]
+            sp -= 1
+    return vals[0]
 
 
 @_jit
@@ -188,6 +220,7 @@ def block_stats_float(used, b):
     steps = width // b
     mx = np.empty((S, steps))
     sm = np.empty((S, steps))
+    work = (np.empty((3, 130), dtype=np.int64), np.empty(130))
     for s in range(S):
         row = used[s]
         for i in range(steps):
@@ -196,5 +229,38 @@ def block_stats_float(used, b):
                 if row[j] > m:
                     m = row[j]
             mx[s, i] = m
-            sm[s, i] = _pairwise_sum(row, i * b, b)
+            sm[s, i] = _pairwise_sum(row, i * b, b, work)
     return mx, sm
+
+
+@_jit
+def add_usage(gpu_used, bw_used, start, end, counts, bw_frac, sign):
+    """Add (sign -1: remove, NIC shares kept at least 0) ``counts`` GPUs and ``bw_frac`` of the
+    NIC to every slot in [start, end), reading and writing only the servers that change."""
+    for s in range(counts.size):
+        c = counts[s]
+        if c != 0:
+            d = np.int32(sign * c)
+            for t in range(start, end):
+                gpu_used[s, t] += d
+        f = bw_frac[s]
+        if f != 0:
+            for t in range(start, end):
+                v = bw_used[s, t] + sign * f
+                if sign < 0 and v < 0:
+                    v = 0.0
+                bw_used[s, t] = v
+
+
+@_jit
+def window_stats(used_g, used_b, b):
+    """``block_stats_int`` of the GPUs, ``block_stats_float`` of the NIC shares, and whether any
+    NIC share is in use at all: a price window's reductions in one pass over the ledger."""
+    top, total = block_stats_int(used_g, b)
+    btop, btotal = block_stats_float(used_b, b)
+    any_b = False
+    for s in range(btop.shape[0]):
+        for i in range(btop.shape[1]):
+            if btop[s, i] != 0:
+                any_b = True
+    return top, total, btop, btotal, any_b

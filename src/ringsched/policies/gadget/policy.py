@@ -292,7 +292,7 @@ class Gadget(Policy):
         used_g, used_b = self.ledger.window(slot, slot + steps * b)
         S = c.num_servers
         gpus = c.gpus[:, None]
-        top, total = kernels.block_stats_int(used_g, b)
+        top, total, btop, btotal, any_b = kernels.window_stats(used_g, used_b, b)
         free = gpus - top  # free in every slot of the step
         free[:, 0] = np.minimum(free[:, 0], nodes.capacity - used_g[:, 0])
         np.maximum(free, 0, out=free)
@@ -300,8 +300,7 @@ class Gadget(Policy):
         # instead of per slot keeps long windows cheap (it slightly under-prices uneven steps)
         mean_g = total / b if b > 1 else used_g.astype(float)
         gp = b * self.prices_g(mean_g / gpus) / gpus
-        if self.ring_aware and used_b.any():
-            btop, btotal = kernels.block_stats_float(used_b, b)
+        if self.ring_aware and any_b:
             bfree = 1.0 - btop
             bp = b * self.p.nic_share * self.prices_b(btotal / b)
         else:  # no NIC share committed in the window (or blind to rings): all free, price 0

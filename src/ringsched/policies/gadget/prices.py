@@ -122,11 +122,8 @@ class Ledger:
         if self._zp is not None:
             rows = np.flatnonzero(counts)
             self._shift_prefix(start, end, rows, sign * counts[rows] / self.gpus[rows])
-        self.gpu_used[:, start:end] += sign * counts.astype(np.int32)[:, None]
-        if np.any(bw_frac):
-            self.bw_used[:, start:end] += sign * bw_frac[:, None]
-            if sign < 0:
-                np.maximum(self.bw_used[:, start:end], 0.0, out=self.bw_used[:, start:end])
+        kernels.add_usage(self.gpu_used, self.bw_used, start, end, np.asarray(counts, dtype=np.int64),
+                          np.asarray(bw_frac, dtype=float), sign)
 
     def add(self, slot: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
         self.add_range(slot, slot + 1, counts, bw_frac, sign)

@@ -156,3 +156,64 @@ def test_add_usage_equals_the_numpy_update(seed, start, width, sign):
         np.maximum(want_b[:, start:end], 0.0, out=want_b[:, start:end])
     kernels.add_usage(gpu, bw, start, end, counts.astype(np.int64), frac, sign)
     assert np.array_equal(gpu, want_g) and np.array_equal(bw, want_b)
+
+
+def ref_fixed(ok, prog, remaining, free, bfree, gp, bp, w, nic, ring_aware):
+    """The numpy code ``Gadget._fixed_embedding`` ran before ``fixed_window``, ``embed_one`` and
+    ``fixed_cost``: (s0, s1, counts, cost) or None."""
+    from ringsched.policies.gadget.embed import embed
+
+    first = np.flatnonzero(ok & (prog > 0))
+    if first.size == 0:
+        return None
+    s0 = int(first[0])
+    n = free.shape[1]
+    s1 = min(n, s0 + int(np.ceil(remaining / prog[s0])) + 1)
+    one = embed(w, free[:, s0:s1].min(axis=1, keepdims=True), gp[:, s0:s1].sum(axis=1, keepdims=True),
+                bfree[:, s0:s1].min(axis=1, keepdims=True), bp[:, s0:s1].sum(axis=1, keepdims=True), nic,
+                ring_aware=ring_aware)
+    if not one.ok[0]:
+        return s0, s1, None, None
+    counts = one.counts(0, free.shape[0])
+    cost = np.full(n, np.inf)
+    cost[s0:s1] = (counts[:, None] * gp[:, s0:s1]).sum(axis=0) + \
+        ((counts > 0)[:, None] * bp[:, s0:s1]).sum(axis=0) * ((counts > 0).sum() > 1)
+    return s0, s1, counts, cost
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 100_000), S=st.integers(1, 12), n=st.integers(1, 300), w=st.integers(1, 24),
+       ring_aware=st.booleans(), ties=st.booleans())
+def test_fixed_embedding_kernels_equal_the_numpy_code(seed, S, n, w, ring_aware, ties):
+    rng = np.random.default_rng(seed)
+    free = rng.integers(0, 9, size=(S, n)).astype(np.int64)
+    bfree = rng.choice([0.0, 0.5, 1.0], size=(S, n))
+    gp = rng.choice([0.5, 1.0], size=(S, n)) if ties else rng.random((S, n)) * 10
+    bp = rng.choice([0.0, 0.25], size=(S, n)) if ties else rng.random((S, n))
+    ok = rng.random(n) < 0.8
+    prog = rng.random(n) * 100 * (rng.random(n) < 0.9)
+    remaining = float(rng.random() * 5000)
+    want = ref_fixed(ok, prog, remaining, free, bfree, gp, bp, w, 0.5, ring_aware)
+    s0, s1, fmin, bmin, gsum, bsum = kernels.fixed_window(ok, prog, remaining, free, bfree, gp, bp)
+    if want is None:
+        assert s0 < 0
+        return
+    assert (s0, s1) == want[:2]
+    fits, counts = kernels.embed_one(w, fmin, gsum, bmin, bsum, 0.5, ring_aware)
+    assert fits == (want[2] is not None)
+    if fits:
+        assert np.array_equal(counts, want[2])
+        cost = kernels.fixed_cost(counts, gp, bp, s0, s1, (counts > 0).sum() > 1)
+        assert np.array_equal(cost, want[3])
+
+
+def test_embed_one_breaks_ties_by_server_index_as_the_numpy_embedding():
+    from ringsched.policies.gadget.embed import embed
+
+    for ring_aware in (True, False):
+        for w in (2, 6, 9):
+            f = np.array([4, 4, 4])
+            g, bf, bp = np.ones(3), np.ones(3), np.zeros(3)
+            fits, counts = kernels.embed_one(w, f, g, bf, bp, 0.5, ring_aware)
+            e = embed(w, f[:, None], g[:, None], bf[:, None], bp[:, None], 0.5, ring_aware=ring_aware)
+            assert fits == bool(e.ok[0]) and np.array_equal(counts, e.counts(0, 3))

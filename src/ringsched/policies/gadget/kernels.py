@@ -264,3 +264,104 @@ def window_stats(used_g, used_b, b):
             if btop[s, i] != 0:
                 any_b = True
     return top, total, btop, btotal, any_b
+
+
+@_jit
+def fixed_window(ok, prog, remaining, free, bfree, gp, bp):
+    """The window of a fixed embedding (``Gadget._fixed_embedding``): from the first step s0 the
+    job can run until it would be done there at that step's speed (s1, exclusive), each server's
+    fewest free GPUs and NIC share over it and its summed prices (numpy's pairwise order).
+    s0 = -1 when no step can run."""
+    n = ok.size
+    s0 = -1
+    for t in range(n):
+        if ok[t] and prog[t] > 0:
+            s0 = t
+            break
+    S = free.shape[0]
+    fmin = np.empty(S, dtype=np.int64)
+    bmin = np.empty(S)
+    gsum = np.empty(S)
+    bsum = np.empty(S)
+    if s0 < 0:
+        return s0, s0, fmin, bmin, gsum, bsum
+    s1 = min(n, s0 + np.int64(np.ceil(remaining / prog[s0])) + 1)
+    work = (np.empty((3, 130), dtype=np.int64), np.empty(130))
+    for s in range(S):
+        f, b = free[s, s0], bfree[s, s0]
+        for t in range(s0 + 1, s1):
+            if free[s, t] < f:
+                f = free[s, t]
+            if bfree[s, t] < b:
+                b = bfree[s, t]
+        fmin[s], bmin[s] = f, b
+        gsum[s] = _pairwise_sum(gp[s], s0, s1 - s0, work)
+        bsum[s] = _pairwise_sum(bp[s], s0, s1 - s0, work)
+    return s0, s1, fmin, bmin, gsum, bsum
+
+
+@_jit
+def fixed_cost(counts, gp, bp, s0, s1, multi):
+    """Per step, the cost of running on ``counts`` in [s0, s1) (inf elsewhere): its GPUs' prices
+    plus, when the ring crosses servers, the NIC shares' (servers added in index order, as
+    numpy's sum over axis 0)."""
+    S, n = gp.shape
+    cost = np.full(n, np.inf)
+    for t in range(s0, s1):
+        g = counts[0] * gp[0, t]
+        for s in range(1, S):
+            g += counts[s] * gp[s, t]
+        c = (1.0 if counts[0] > 0 else 0.0) * bp[0, t]
+        for s in range(1, S):
+            c += (1.0 if counts[s] > 0 else 0.0) * bp[s, t]
+        cost[t] = g + c * (1.0 if multi else 0.0)
+    return cost
+
+
+@_jit
+def embed_one(w, f, g, bf, bp, bw_frac, ring_aware):
+    """``embed.embed`` for one step: whether ``w`` workers fit, and the workers per server.
+    Ring-aware: the cheapest server that hosts the whole ring; else servers with the ring's NIC
+    share free, fullest first, then cheapest (GPU price plus the NIC price spread over its
+    free GPUs), then by index. Blind: the cheapest GPUs anywhere."""
+    S = f.size
+    counts = np.zeros(S, dtype=np.int64)
+    if ring_aware:
+        best, bc = -1, np.inf
+        for s in range(S):
+            if f[s] >= w and w * g[s] < bc:
+                best, bc = s, w * g[s]
+        if best >= 0:
+            counts[best] = w
+            return True, counts
+    fs = np.zeros(S, dtype=np.int64)
+    key = np.empty(S)
+    for s in range(S):
+        if ring_aware:
+            if bf[s] >= bw_frac - 1e-12 and f[s] > 0:
+                fs[s] = f[s]
+            key[s] = g[s] + bp[s] / max(fs[s], 1)
+        else:
+            fs[s] = f[s]
+            key[s] = g[s]
+    order = np.arange(S)
+    for i in range(1, S):  # insertion sort (stable): fullest first (ring-aware), then key, then index
+        j = i
+        while j > 0:
+            a, b = order[j - 1], order[j]
+            if ring_aware and fs[a] != fs[b]:
+                swap = fs[a] < fs[b]
+            else:
+                swap = key[a] > key[b]
+            if not swap:
+                break
+            order[j - 1], order[j] = b, a
+            j -= 1
+    left = w
+    for i in range(S):
+        s = order[i]
+        t = min(fs[s], left)
+        if t > 0:
+            counts[s] = t
+            left -= t
+    return left == 0, counts

@@ -88,19 +88,24 @@ class ContiguousChoice:
     finish_s: float
 
 
-def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, step_start_s: np.ndarray,
-                    step_len_s: float, utility, arrival_s: float, near: float = 0.0,
-                    floor: float | None = None) -> ContiguousChoice | None:
-    """The fast plan search of trace mode: run without gaps from some start step until done.
-
-    ``cost[t]`` and ``progress[t]`` (samples) are those of one worker count in step t (cost inf
-    where it does not fit). Every start step is tried at once with prefix sums
-    (``kernels.contiguous_plans``), so the search is one O(steps log steps) pass per worker count. Plans without gaps are the ones worth having in
-    practice: every gap is a preemption and a checkpoint-restart."""
+def contiguous_payoffs(cost: np.ndarray, progress: np.ndarray, remaining: float, step_start_s: np.ndarray,
+                       step_len_s: float, utility, arrival_s: float) -> tuple | None:
+    """The payoff of the plan starting in every step (-inf where none fits) with its completion
+    step, finish time and cost, for ``choose``; None when no plan finishes in the window."""
     valid, e, finish, total = kernels.contiguous_plans(cost, progress, float(remaining), step_start_s, float(step_len_s))
     if not valid.any():
         return None
     pay = np.where(valid, np.asarray(utility(finish - arrival_s), dtype=float) - total, -np.inf)
+    return pay, e, finish, total
+
+
+def choose(payoffs: tuple | None, near: float = 0.0, floor: float | None = None) -> ContiguousChoice | None:
+    """The plan of ``contiguous_payoffs`` with the largest payoff; or, with ``floor``, the latest
+    start still paying at least floor; or, with ``near``, the earliest finish among plans within
+    near of the best."""
+    if payoffs is None:
+        return None
+    pay, e, finish, total = payoffs
     i = int(np.argmax(pay))
     if floor is not None:  # the latest start among plans paying at least floor
         ok = np.flatnonzero(pay >= floor)
@@ -111,6 +116,20 @@ def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, st
         close = np.flatnonzero(pay >= pay[i] - near)
         i = int(close[np.argmin(finish[close])])
     return ContiguousChoice(i, int(e[i]), float(pay[i]), float(total[i]), float(finish[i]))
+
+
+def best_contiguous(cost: np.ndarray, progress: np.ndarray, remaining: float, step_start_s: np.ndarray,
+                    step_len_s: float, utility, arrival_s: float, near: float = 0.0,
+                    floor: float | None = None) -> ContiguousChoice | None:
+    """The fast plan search of trace mode: run without gaps from some start step until done.
+
+    ``cost[t]`` and ``progress[t]`` (samples) are those of one worker count in step t (cost inf
+    where it does not fit). Every start step is tried at once with prefix sums
+    (``kernels.contiguous_plans``), so the search is one O(steps) pass per worker count. Plans
+    without gaps are the ones worth having in practice: every gap is a preemption and a
+    checkpoint-restart."""
+    return choose(contiguous_payoffs(cost, progress, remaining, step_start_s, step_len_s, utility, arrival_s),
+                  near, floor)
 
 
 def uniform_plans(cost: np.ndarray, progress: np.ndarray, remaining: np.ndarray, now_s: float,

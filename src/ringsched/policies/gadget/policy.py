@@ -37,7 +37,7 @@ from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.gadget import kernels
 from ringsched.policies.gadget.embed import StepEmbeddings, embed
-from ringsched.policies.gadget.plan import best_contiguous, uniform_plans, uniform_row_payoffs
+from ringsched.policies.gadget.plan import choose, contiguous_payoffs, uniform_plans, uniform_row_payoffs
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.registry import register
 
@@ -202,7 +202,7 @@ class Gadget(Policy):
         self.epoch = 0  # bumps whenever reservations are released
         self.tried_epoch: dict[str, int] = {}
         self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
-        self.horizon: dict[str, float] = {}
+        self.horizon: dict[str, tuple[float, float]] = {}  # (utility horizon s, samples/s alone)
         self._rates: dict[tuple, float] = {}
         self._early_fail: dict[str, tuple] = {}  # job -> (placement, its servers' _freed, up, blocking slot)
         self._freed: np.ndarray | None = None  # per server: ledger changes that freed capacity there
@@ -440,8 +440,9 @@ class Gadget(Policy):
         """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``.
 
         Trace mode searches, for every worker count of the job's menu, every plan that runs
-        without gaps from some step until done (``plan.best_contiguous``); ``current`` is where
-        the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart.
+        without gaps from some step until done (``plan.contiguous_payoffs``, then ``plan.choose``);
+        ``current`` is where the job runs now (kept while it fits: no restart), ``ran_before``
+        charges a restart.
         ``w_bounds`` (upper bounds on the payoff per worker count, ``payoff_bounds``) asks only
         for a plan that pays: counts whose bound is negative, or below the best plan found so
         far, are skipped, and None may come back where every plan has a payoff of at most 0."""
@@ -493,19 +494,20 @@ class Gadget(Policy):
             if fixed is not None:
                 cands.insert(0, fixed)  # one placement for the whole run: no migrations
             for cand in cands:
-                pr = prog if cand is e else cand.progress
-                ch = best_contiguous(cand.cost, pr, remaining, starts, step_len, job.utility, job.arrival_s, near)
+                pays = contiguous_payoffs(cand.cost, prog if cand is e else cand.progress, remaining, starts,
+                                          step_len, job.utility, job.arrival_s)
+                ch = choose(pays, near)
                 if ch is not None and (best is None or ch.payoff > best[0].payoff + near or
                                        (ch.payoff >= best[0].payoff - near and ch.finish_s < best[0].finish_s)):
-                    best = (ch, cand, gp, pr)
+                    best = (ch, cand, gp, pays)
         if best is None:
             return None
-        ch, e, gp, pr = best
+        ch, e, gp, pays = best
         if self.p.late_share > 0:  # the same worker count and embedding, started as late as it still pays as much
             floor = ch.payoff - self.p.late_share * float(job.utility.max_value)
             if ch.payoff > 0:  # (admission is still decided by a positive payoff)
                 floor = max(floor, 1e-9 * float(job.utility.max_value))
-            ch = best_contiguous(e.cost, pr, remaining, starts, step_len, job.utility, job.arrival_s, floor=floor) or ch
+            ch = choose(pays, floor=floor) or ch
         if self.ring_aware and self.p.pack_slack > 0 and not current:  # keeping servers whole is for rings
             e = self._packed(ch, e, free, gp, float(job.utility(ch.finish_s - job.arrival_s)))
         if e.constant:  # one placement throughout: one segment
@@ -555,28 +557,19 @@ class Gadget(Policy):
     def _fixed_embedding(self, w, e, prog, remaining, free, gp, bfree, bp, nodes, job, step_len):
         """One embedding that stays free from the first step that fits until the job would be
         done there (estimated at that step's speed): the plan then never migrates."""
-        ok = np.flatnonzero(e.ok & (prog > 0))
-        if ok.size == 0:
+        s0, s1, fmin, bmin, gsum, bsum = kernels.fixed_window(e.ok, prog, float(remaining), free, bfree, gp, bp)
+        if s0 < 0:
             return None
-        s0 = int(ok[0])
-        n = free.shape[1]
-        need = int(np.ceil(remaining / prog[s0])) + 1
-        s1 = min(n, s0 + need)
-        fmin = free[:, s0:s1].min(axis=1, keepdims=True)
-        bmin = bfree[:, s0:s1].min(axis=1, keepdims=True)
-        one = embed(w, fmin, gp[:, s0:s1].sum(axis=1, keepdims=True), bmin, bp[:, s0:s1].sum(axis=1, keepdims=True),
-                    self.p.nic_share, ring_aware=self.ring_aware)
-        if not one.ok[0]:
+        fits, counts = kernels.embed_one(w, fmin, gsum, bmin, bsum, self.p.nic_share, self.ring_aware)
+        if not fits:
             return None
-        counts = one.counts(0, free.shape[0])
         sh = nodes.speed.shape(counts_to_placement(counts))
         rate = self._plan_rate(nodes, job, w, sh[1], sh[2])
-        multi = (counts > 0).sum() > 1
-        cost = np.full(n, np.inf)
-        cost[s0:s1] = (counts[:, None] * gp[:, s0:s1]).sum(axis=0) + \
-            ((counts > 0)[:, None] * bp[:, s0:s1]).sum(axis=0) * multi
-        fx = StepEmbeddings(w, cost, np.full(n, sh[1]), np.full(n, sh[2]), np.isfinite(cost), fixed=counts)
-        fx.progress = np.where(np.isfinite(cost), rate * step_len, 0.0)
+        n = free.shape[1]
+        cost = kernels.fixed_cost(counts, gp, bp, s0, s1, sh[1] > 1)
+        ok = np.isfinite(cost)
+        fx = StepEmbeddings(w, cost, np.full(n, sh[1]), np.full(n, sh[2]), ok, fixed=counts)
+        fx.progress = np.where(ok, rate * step_len, 0.0)
         return fx
 
     def _commit(self, jid: str, plan: Plan, S: int) -> None:
@@ -608,12 +601,14 @@ class Gadget(Policy):
         self._early_fail.pop(jid, None)
 
     def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
-        h = self.horizon.get(js.job_id)
-        if h is None:
-            h = self.horizon[js.job_id] = utility_horizon_s(js.job, self.p.tail_utility)
-        end = js.job.arrival_s + h
+        hr = self.horizon.get(js.job_id)
+        if hr is None:  # (the utility's horizon, and the speed alone on the widest ring: fixed per job)
+            hr = self.horizon[js.job_id] = (
+                utility_horizon_s(js.job, self.p.tail_utility),
+                max(nodes.throughput_sps(js, min(js.job.max_workers, nodes.cluster.total_gpus)), 1e-12))
+        end = js.job.arrival_s + hr[0]
         # a job past its horizon (or behind its plan) still gets a window to finish in
-        alone = js.remaining_at(nodes.now_s) / max(nodes.throughput_sps(js, min(js.job.max_workers, nodes.cluster.total_gpus)), 1e-12)
+        alone = js.remaining_at(nodes.now_s) / hr[1]
         return max(end, nodes.now_s + 4 * alone + 2 * nodes.slot_s)
 
     # ------------------------------------------------------------ interface
@@ -637,6 +632,7 @@ class Gadget(Policy):
             self._speed_version = getattr(nodes.speed, "version", 0)
             self._rates.clear()
             self._alone.clear()
+            self.horizon.clear()
         S = nodes.cluster.num_servers
         slot = round(nodes.now_s / nodes.slot_s)
         active = {js.job_id: js for js in jobs}
@@ -875,7 +871,10 @@ class Gadget(Policy):
         # shortest remaining time alone first (then arrival, then index: a total order)
         order = np.lexsort((meta[:, 2], meta[:, 1], rem / meta[:, 0]))
         free_total = int(free.sum())
+        now_total = int(now_free.sum())
         for i in order.tolist():
+            if now_total == 0:
+                break  # nothing left to lend in this slot
             js = idle[i]
             prev = previous.get(js.job_id, ())
             plan = self.plans.get(js.job_id)
@@ -887,6 +886,7 @@ class Gadget(Policy):
                 if self._fits_now(pairs, multi, now_free, now_bfree):
                     out[js.job_id] = first
                     free_total += self._take_now(pairs, multi, free, now_free, bfree, now_bfree)
+                    now_total -= len(first)
                     continue
                 # its planned servers are busy now: lend it others until its plan starts
             if free_total < js.job.min_workers:
@@ -898,6 +898,7 @@ class Gadget(Policy):
                 if self._fits_now(pairs, multi, now_free, now_bfree):
                     out[js.job_id] = prev
                     free_total += self._take_now(pairs, multi, free, now_free, bfree, now_bfree)
+                    now_total -= len(prev)
                     continue
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
@@ -913,10 +914,9 @@ class Gadget(Policy):
                         if multi:
                             bfree[srv] -= nic
                         free_total = int(free.sum())
+                        now_total -= w
                         break
                 w -= 1
-            if not now_free.any():
-                break
 
     def _top_up(self, running_plan, nodes: Nodes, out: dict, previous, free, now_free, bfree, now_bfree) -> None:
         """Idle GPUs on top of a planned job's committed placement, shortest job first.

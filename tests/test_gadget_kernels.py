@@ -103,12 +103,24 @@ def test_block_stats_equal_numpy_max_and_sum(seed, b, steps, off):
     gpu = rng.integers(0, 9, size=(5, off + steps * b + 3)).astype(np.int32)
     bw = rng.random((5, off + steps * b + 3))
     g, w = gpu[:, off:off + steps * b], bw[:, off:off + steps * b]
-    top, total = kernels.block_stats_int(g, b)
+    none = np.zeros(0, dtype=np.int64)
+    top, total = kernels.block_stats_int(g, b, none, 0)
     assert np.array_equal(top, g.reshape(5, steps, b).max(axis=2))
     assert np.array_equal(total, g.reshape(5, steps, b).sum(axis=2))
-    btop, btotal = kernels.block_stats_float(w, b)
+    btop, btotal = kernels.block_stats_float(w, b, none, 0)
     assert np.array_equal(btop, w.reshape(5, steps, b).max(axis=2))
     assert np.array_equal(btotal, w.reshape(5, steps, b).sum(axis=2))  # numpy's pairwise order
+    # past a row's front everything is zero and is not read
+    front = off + rng.integers(0, steps * b + 1, size=5)
+    gz, wz = gpu.copy(), bw.copy()
+    for s in range(5):
+        gz[s, front[s]:] = 0
+        wz[s, front[s]:] = 0.0
+    g, w = gz[:, off:off + steps * b], wz[:, off:off + steps * b]
+    t2, s2, b2, bs2, any_b = kernels.window_stats(g, w, b, front, off)
+    assert np.array_equal(t2, g.reshape(5, steps, b).max(axis=2)) and np.array_equal(s2, g.reshape(5, steps, b).sum(axis=2))
+    assert np.array_equal(b2, w.reshape(5, steps, b).max(axis=2)) and np.array_equal(bs2, w.reshape(5, steps, b).sum(axis=2))
+    assert any_b == bool(w.any())
 
 
 @settings(max_examples=100, deadline=None)
@@ -154,8 +166,10 @@ def test_add_usage_equals_the_numpy_update(seed, start, width, sign):
     want_b[:, start:end] += sign * frac[:, None]
     if sign < 0:
         np.maximum(want_b[:, start:end], 0.0, out=want_b[:, start:end])
-    kernels.add_usage(gpu, bw, start, end, counts.astype(np.int64), frac, sign)
+    front = np.full(5, 10, dtype=np.int64)
+    kernels.add_usage(gpu, bw, start, end, counts.astype(np.int64), frac, sign, front)
     assert np.array_equal(gpu, want_g) and np.array_equal(bw, want_b)
+    assert np.array_equal(front, np.where((counts > 0) & (sign > 0), np.maximum(10, end), 10))
 
 
 def ref_fixed(ok, prog, remaining, free, bfree, gp, bp, w, nic, ring_aware):

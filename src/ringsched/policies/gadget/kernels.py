@@ -133,14 +133,25 @@ def first_overflow(gpu_used, bw_used, start, end, counts, bw_frac, capacity, les
 
 
 @_jit
-def block_stats_int(used, b):
-    """(max, sum) over each block of ``b`` consecutive slots of every server's row (GPU counts)."""
+def _live_blocks(front, s, start, b, steps):
+    """How many leading blocks of row s may hold usage: those that start before ``front[s]``,
+    the end of the latest reservation ever made on server s (later slots are all zero)."""
+    if front.size == 0:
+        return steps
+    return min(steps, max(0, (front[s] - start + b - 1) // b))
+
+
+@_jit
+def block_stats_int(used, b, front, start):
+    """(max, sum) over each block of ``b`` consecutive slots of every server's row (GPU counts).
+    Blocks past a row's ``front`` (``start``: the window's first slot; an empty ``front``: none)
+    are not read: they are zero."""
     S, width = used.shape
     steps = width // b
-    mx = np.empty((S, steps), dtype=np.int64)
-    sm = np.empty((S, steps), dtype=np.int64)
+    mx = np.zeros((S, steps), dtype=np.int64)
+    sm = np.zeros((S, steps), dtype=np.int64)
     for s in range(S):
-        for i in range(steps):
+        for i in range(_live_blocks(front, s, start, b, steps)):
             m = np.int64(used[s, i * b])
             t = np.int64(0)
             for j in range(i * b, (i + 1) * b):
@@ -214,16 +225,17 @@ def _pairwise_sum(a, lo, n, work):
 
 
 @_jit
-def block_stats_float(used, b):
-    """(max, sum) over each block of ``b`` consecutive slots of every server's row (NIC shares)."""
+def block_stats_float(used, b, front, start):
+    """(max, sum) over each block of ``b`` consecutive slots of every server's row (NIC shares),
+    the sum in numpy's pairwise order; ``front`` as in ``block_stats_int``."""
     S, width = used.shape
     steps = width // b
-    mx = np.empty((S, steps))
-    sm = np.empty((S, steps))
+    mx = np.zeros((S, steps))
+    sm = np.zeros((S, steps))
     work = (np.empty((3, 130), dtype=np.int64), np.empty(130))
     for s in range(S):
         row = used[s]
-        for i in range(steps):
+        for i in range(_live_blocks(front, s, start, b, steps)):
             m = row[i * b]
             for j in range(i * b + 1, (i + 1) * b):
                 if row[j] > m:
@@ -234,10 +246,13 @@ def block_stats_float(used, b):
 
 
 @_jit
-def add_usage(gpu_used, bw_used, start, end, counts, bw_frac, sign):
+def add_usage(gpu_used, bw_used, start, end, counts, bw_frac, sign, front):
     """Add (sign -1: remove, NIC shares kept at least 0) ``counts`` GPUs and ``bw_frac`` of the
-    NIC to every slot in [start, end), reading and writing only the servers that change."""
+    NIC to every slot in [start, end), reading and writing only the servers that change; an
+    addition moves the server's ``front`` (the end of its latest reservation) to at least end."""
     for s in range(counts.size):
+        if sign > 0 and (counts[s] != 0 or bw_frac[s] != 0) and front[s] < end:
+            front[s] = end
         c = counts[s]
         if c != 0:
             d = np.int32(sign * c)
@@ -253,11 +268,11 @@ def add_usage(gpu_used, bw_used, start, end, counts, bw_frac, sign):
 
 
 @_jit
-def window_stats(used_g, used_b, b):
+def window_stats(used_g, used_b, b, front, start):
     """``block_stats_int`` of the GPUs, ``block_stats_float`` of the NIC shares, and whether any
     NIC share is in use at all: a price window's reductions in one pass over the ledger."""
-    top, total = block_stats_int(used_g, b)
-    btop, btotal = block_stats_float(used_b, b)
+    top, total = block_stats_int(used_g, b, front, start)
+    btop, btotal = block_stats_float(used_b, b, front, start)
     any_b = False
     for s in range(btop.shape[0]):
         for i in range(btop.shape[1]):

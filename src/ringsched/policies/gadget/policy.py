@@ -292,7 +292,7 @@ class Gadget(Policy):
         used_g, used_b = self.ledger.window(slot, slot + steps * b)
         S = c.num_servers
         gpus = c.gpus[:, None]
-        top, total, btop, btotal, any_b = kernels.window_stats(used_g, used_b, b)
+        top, total, btop, btotal, any_b = kernels.window_stats(used_g, used_b, b, self.ledger.front, slot)
         free = gpus - top  # free in every slot of the step
         free[:, 0] = np.minimum(free[:, 0], nodes.capacity - used_g[:, 0])
         np.maximum(free, 0, out=free)

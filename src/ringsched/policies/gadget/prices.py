@@ -53,6 +53,8 @@ class Ledger:
         n = self.gpus.size
         self.gpu_used = np.zeros((n, initial_slots), dtype=np.int32)
         self.bw_used = np.zeros((n, initial_slots), dtype=float)  # fraction of the NIC
+        # per server, the end of the latest reservation ever made there: every later slot is 0
+        self.front = np.zeros(n, dtype=np.int64)
         self._zp: np.ndarray | None = None  # prefix sums of the used GPU share (``usage_prefix``)
         self._zbase = 0
 
@@ -122,8 +124,8 @@ class Ledger:
         if self._zp is not None:
             rows = np.flatnonzero(counts)
             self._shift_prefix(start, end, rows, sign * counts[rows] / self.gpus[rows])
-        kernels.add_usage(self.gpu_used, self.bw_used, start, end, np.asarray(counts, dtype=np.int64),
-                          np.asarray(bw_frac, dtype=float), sign)
+        counts, bw_frac = np.asarray(counts, dtype=np.int64), np.asarray(bw_frac, dtype=float)
+        kernels.add_usage(self.gpu_used, self.bw_used, start, end, counts, bw_frac, sign, self.front)
 
     def add(self, slot: int, counts: np.ndarray, bw_frac: np.ndarray, sign: int = 1) -> None:
         self.add_range(slot, slot + 1, counts, bw_frac, sign)

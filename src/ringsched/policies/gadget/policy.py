@@ -207,6 +207,8 @@ class Gadget(Policy):
         self._early_fail: dict[str, tuple] = {}  # job -> (placement, its servers' _freed, up, blocking slot)
         self._freed: np.ndarray | None = None  # per server: ledger changes that freed capacity there
         self._unstarted: dict[str, Plan] = {}  # plans whose first slot may lie ahead (commit order)
+        self._seq: dict[str, int] = {}  # each plan's place in commit order (the order of ``plans``)
+        self._ends: list[tuple[int, int, str]] = []  # heap of (plan end slot, seq, job)
         self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
         self._sparse_cache: dict[tuple, tuple] = {}
         self._speed_version = 0
@@ -575,6 +577,8 @@ class Gadget(Policy):
     def _commit(self, jid: str, plan: Plan, S: int) -> None:
         self.plans[jid] = plan
         self._unstarted[jid] = plan
+        self._seq[jid] = seq = self.plans_made
+        heapq.heappush(self._ends, (plan.segments[-1][1], seq, jid))  # (segment ends never move)
         for a, z, pl in plan.segments:
             counts, bw = self._usage(pl, S)
             self.ledger.add_range(a, z, counts, bw)
@@ -592,6 +596,7 @@ class Gadget(Policy):
         if plan is None:
             return
         self._unstarted.pop(jid, None)
+        del self._seq[jid]
         for a, z, pl in plan.segments:
             if z > from_slot:
                 counts, bw = self._usage(pl, S)
@@ -636,12 +641,21 @@ class Gadget(Policy):
         S = nodes.cluster.num_servers
         slot = round(nodes.now_s / nodes.slot_s)
         active = {js.job_id: js for js in jobs}
-        for jid in [j for j in self.plans if j not in active]:
+        seq = self._seq
+        for jid in sorted(self.plans.keys() - active.keys(), key=seq.__getitem__):  # (in commit order)
             self._release(jid, slot, S)  # finished early: free its later reservations
         behind: set[str] = set()
-        all_up = bool(nodes.up.all())
-        over = [jid for jid, plan in self.plans.items() if plan.segments[-1][1] <= slot or
-                (not all_up and (pl := plan.at(slot)) and not nodes.up[list(set(pl))].all())]
+        ends = self._ends
+        over = []  # plans over (from the heap of plan ends: stale entries are dropped)
+        while ends and ends[0][0] <= slot:
+            _, k, jid = heapq.heappop(ends)
+            if jid in self.plans and seq[jid] == k:
+                over.append((k, jid))
+        over = [jid for _, jid in sorted(over)]
+        if not nodes.up.all():  # and plans that run on a failed server now
+            done = set(over)
+            over = [jid for jid, plan in self.plans.items() if jid in done or
+                    ((pl := plan.at(slot)) and not nodes.up[list(set(pl))].all())]
         for jid in over:
             self._release(jid, slot, S)  # plan over but work left, or a failed server
             behind.add(jid)

@@ -295,6 +295,7 @@ def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
     g._ensure(n, [JobState(j, i, j.work_samples) for i, j in enumerate(jobs)])
     g.ledger.gpu_used[:, :200] = rng.integers(0, 9, size=(S, 200))
     g.ledger.bw_used[:, :200] = rng.choice([0.0, 0.5, 1.0], size=(S, 200))
+    g.ledger.front[:] = 200  # (written directly, not through add_range: where usage may be nonzero)
     for j in jobs:
         remaining = j.work_samples * float(rng.uniform(0.1, 1.0))
         current = ()

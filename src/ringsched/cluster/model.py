@@ -88,8 +88,8 @@ class Cluster:
         """GPUs per server, in server order."""
         return np.array([s.gpus for s in self.servers], dtype=np.int64)
 
-    @property
-    def total_gpus(self) -> int:
+    @cached_property
+    def total_gpus(self) -> int:  # (cached: schedulers ask for it at every plan offer)
         return int(self.gpus.sum())
 
     @cached_property

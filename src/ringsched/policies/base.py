@@ -97,8 +97,12 @@ class Nodes:
 
     @property
     def capacity(self) -> np.ndarray:
-        """GPUs per server usable now (0 on failed servers)."""
-        return np.where(self.up, self.cluster.gpus, 0)
+        """GPUs per server usable now (0 on failed servers). Computed once per decision: do not
+        modify it."""
+        cap = self.__dict__.get("_capacity")
+        if cap is None:
+            cap = self.__dict__["_capacity"] = np.where(self.up, self.cluster.gpus, 0)
+        return cap
 
     @property
     def gpus_per_server(self) -> int:

@@ -205,7 +205,7 @@ class Gadget(Policy):
         self.horizon: dict[str, tuple[float, float]] = {}  # (utility horizon s, samples/s alone)
         self._rates: dict[tuple, float] = {}
         self._early_fail: dict[str, tuple] = {}  # job -> (placement, its servers' _freed, up, blocking slot)
-        self._freed: np.ndarray | None = None  # per server: ledger changes that freed capacity there
+        self._freed: list[int] = []  # per server: ledger changes that freed capacity there
         self._unstarted: dict[str, Plan] = {}  # plans whose first slot may lie ahead (commit order)
         self._seq: dict[str, int] = {}  # each plan's place in commit order (the order of ``plans``)
         self._ends: list[tuple[int, int, str]] = []  # heap of (plan end slot, seq, job)
@@ -262,7 +262,7 @@ class Gadget(Policy):
         if self.ledger is None:
             c = nodes.cluster
             self.ledger = Ledger(c.gpus, np.array([s.nic_Bps for s in c.servers]))
-            self._freed = np.zeros(c.num_servers, dtype=np.int64)
+            self._freed = [0] * c.num_servers
         if self.prices_g is None:
             self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
 
@@ -374,10 +374,11 @@ class Gadget(Policy):
         prog = np.array([r[2] for r in rows]) * step_len[job_of]
         rem = np.array([offers[i][1] for i in job_of])
         finish, cost = uniform_plans(w[:, None] * low[job_of], prog, rem, slot * nodes.slot_s, step_len[job_of])
+        first = np.searchsorted(job_of, np.arange(J + 1))  # (rows are grouped by offer, in order)
         for i, (job, _, _) in enumerate(offers):
-            r = job_of == i
-            if r.any():
-                pay = np.asarray(job.utility(finish[r] - job.arrival_s), dtype=float) - cost[r]
+            a, z = first[i], first[i + 1]
+            if z > a:
+                pay = np.asarray(job.utility(finish[a:z] - job.arrival_s), dtype=float) - cost[a:z]
                 out[i] = float(np.max(pay))  # (-inf where no plan fits: cost inf)
         return out
 
@@ -601,7 +602,8 @@ class Gadget(Policy):
             if z > from_slot:
                 counts, bw = self._usage(pl, S)
                 self.ledger.add_range(max(a, from_slot), z, counts, bw, sign=-1)
-                self._freed[counts > 0] += 1
+                for s in np.flatnonzero(counts).tolist():
+                    self._freed[s] += 1
         self.epoch += 1
         self._early_fail.pop(jid, None)
 
@@ -734,7 +736,7 @@ class Gadget(Policy):
             if not same and (len(now) != len(pl) or nodes.speed.shape(now) != nodes.speed.shape(pl)):
                 continue
             # only freed capacity on the servers it would take can make a failed check pass
-            mark = int(freed[list(set(now))].sum())
+            mark = sum(freed[s] for s, _ in self._sparse(now)[3])
             failed = self._early_fail.get(jid)
             if failed is not None and failed[:3] == (now, mark, up) and slot <= failed[3]:
                 continue
@@ -802,7 +804,8 @@ class Gadget(Policy):
         a, z, _ = plan.segments[i]
         self.ledger.add_range(a, z, *old, sign=-1)
         self.ledger.add_range(a, z, *new)
-        self._freed[old[0] > 0] += 1
+        for s in np.flatnonzero(old[0]).tolist():
+            self._freed[s] += 1
         plan.segments[i] = (a, z, pl)
 
     def wakeup_s(self, now_s: float, slot_s: float) -> float | None:

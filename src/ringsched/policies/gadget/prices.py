@@ -14,6 +14,7 @@ zeta = 1 is the practical default.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,8 +32,8 @@ class PriceFunction:
         if not (self.L > 0 and self.U > self.L and 0 < self.zeta <= 1):
             raise ValueError(f"need 0 < L < U and 0 < zeta <= 1, got L={self.L}, U={self.U}, zeta={self.zeta}")
 
-    @property
-    def log_base(self) -> float:
+    @functools.cached_property
+    def log_base(self) -> float:  # (cached: prices are taken at every offer)
         return float(np.log1p(self.U / self.L))
 
     def __call__(self, z):

@@ -249,10 +249,13 @@ def block_stats_float(used, b, front, start):
 def add_usage(gpu_used, bw_used, start, end, counts, bw_frac, sign, front):
     """Add (sign -1: remove, NIC shares kept at least 0) ``counts`` GPUs and ``bw_frac`` of the
     NIC to every slot in [start, end), reading and writing only the servers that change; an
-    addition moves the server's ``front`` (the end of its latest reservation) to at least end."""
+    addition moves the server's ``front`` (row 0: the end of its latest GPU reservation, row 1:
+    of its latest NIC reservation) to at least end."""
     for s in range(counts.size):
-        if sign > 0 and (counts[s] != 0 or bw_frac[s] != 0) and front[s] < end:
-            front[s] = end
+        if sign > 0 and counts[s] != 0 and front[0, s] < end:
+            front[0, s] = end
+        if sign > 0 and bw_frac[s] != 0 and front[1, s] < end:
+            front[1, s] = end
         c = counts[s]
         if c != 0:
             d = np.int32(sign * c)
@@ -271,8 +274,8 @@ def add_usage(gpu_used, bw_used, start, end, counts, bw_frac, sign, front):
 def window_stats(used_g, used_b, b, front, start):
     """``block_stats_int`` of the GPUs, ``block_stats_float`` of the NIC shares, and whether any
     NIC share is in use at all: a price window's reductions in one pass over the ledger."""
-    top, total = block_stats_int(used_g, b, front, start)
-    btop, btotal = block_stats_float(used_b, b, front, start)
+    top, total = block_stats_int(used_g, b, front[0], start)
+    btop, btotal = block_stats_float(used_b, b, front[1], start)
     any_b = False
     for s in range(btop.shape[0]):
         for i in range(btop.shape[1]):

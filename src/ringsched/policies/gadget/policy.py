@@ -211,6 +211,7 @@ class Gadget(Policy):
         self._ends: list[tuple[int, int, str]] = []  # heap of (plan end slot, seq, job)
         self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
         self._sparse_cache: dict[tuple, tuple] = {}
+        self._usage_cache: dict[tuple, tuple] = {}
         self._speed_version = 0
         self.bound_skips = 0
         self.plans_made = 0
@@ -586,11 +587,18 @@ class Gadget(Policy):
         self.plans_made += 1
 
     def _usage(self, pl: tuple, S: int) -> tuple[np.ndarray, np.ndarray]:
-        counts = np.bincount(np.asarray(pl, dtype=np.int64), minlength=S)
-        bw = np.zeros(S)
-        if self.ring_aware and (counts > 0).sum() > 1:
-            bw[counts > 0] = self.p.nic_share
-        return counts, bw
+        """(GPUs per server, NIC share per server) a placement reserves; cached, shared: read only."""
+        key = (pl, S)
+        r = self._usage_cache.get(key)
+        if r is None:
+            if len(self._usage_cache) >= 1 << 16:
+                self._usage_cache.clear()
+            counts = np.bincount(np.asarray(pl, dtype=np.int64), minlength=S)
+            bw = np.zeros(S)
+            if self.ring_aware and (counts > 0).sum() > 1:
+                bw[counts > 0] = self.p.nic_share
+            r = self._usage_cache[key] = (counts, bw)
+        return r
 
     def _release(self, jid: str, from_slot: int, S: int) -> None:
         plan = self.plans.pop(jid, None)

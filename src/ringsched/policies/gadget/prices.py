@@ -54,8 +54,9 @@ class Ledger:
         n = self.gpus.size
         self.gpu_used = np.zeros((n, initial_slots), dtype=np.int32)
         self.bw_used = np.zeros((n, initial_slots), dtype=float)  # fraction of the NIC
-        # per server, the end of the latest reservation ever made there: every later slot is 0
-        self.front = np.zeros(n, dtype=np.int64)
+        # per server, the end of the latest GPU (row 0) and NIC (row 1) reservation ever made
+        # there: every later slot is 0 (price windows do not read them)
+        self.front = np.zeros((2, n), dtype=np.int64)
         self._zp: np.ndarray | None = None  # prefix sums of the used GPU share (``usage_prefix``)
         self._zbase = 0
 

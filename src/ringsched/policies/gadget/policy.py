@@ -469,11 +469,14 @@ class Gadget(Policy):
             # an empty server's cost, shared by the (at most one server's worth of) workers put there
             gp = gp_all if srv is None else gp_all + srv / min(w, int(c.gpus.max()))
             e = embed(w, free, gp, bfree, bp, self.p.nic_share, ring_aware=self.ring_aware)
-            prog = np.zeros(steps)
-            kd = e.k * 1000 + e.d
-            for code in np.unique(kd[e.ok]):
-                rate = self._plan_rate(nodes, job, w, int(code // 1000), int(code % 1000))
-                prog[kd == code] = rate * step_len
+            if e.order is None and e.single is not None:  # one server in every step: one shape
+                prog = np.full(steps, self._plan_rate(nodes, job, w, 1, w) * step_len)
+            else:
+                prog = np.zeros(steps)
+                kd = e.k * 1000 + e.d
+                for code in np.unique(kd[e.ok]):
+                    rate = self._plan_rate(nodes, job, w, int(code // 1000), int(code % 1000))
+                    prog[kd == code] = rate * step_len
             if current and len(current) == w:
                 # staying where it runs is free of a restart: use it while it fits
                 cc = np.bincount(np.asarray(current), minlength=S)

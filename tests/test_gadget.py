@@ -140,7 +140,7 @@ def test_top_up_grows_a_planned_job_and_gives_the_gpus_back_to_a_commitment():
     a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)
     n0 = nodes(c)
     g._ensure(n0, [a])
-    g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1), 1)  # two GPUs for a long time
+    g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1))  # two GPUs for a long time
     out = g.optimize([a], n0, {})
     assert out["j0"] == (0,) * 8  # six idle GPUs lent on top of the two committed
     # later the lent GPUs stay while idle ...
@@ -148,7 +148,7 @@ def test_top_up_grows_a_planned_job_and_gives_the_gpus_back_to_a_commitment():
     assert out2["j0"] == (0,) * 8
     # ... and go back as soon as another job's plan needs them; the commitment stays whole
     b = JobState(job(1, 300.0, 4, 3600, c), 1, 3600.0)
-    g._commit("j1", Plan([(2, 20, (0, 0, 0, 0))], 6000.0, 1.0, 0.1), 1)
+    g._commit("j1", Plan([(2, 20, (0, 0, 0, 0))], 6000.0, 1.0, 0.1))
     out3 = g.optimize([a, b], nodes(c, 600.0), {"j0": out["j0"]})
     assert out3["j1"] == (0,) * 4
     assert Counter((0, 0)) <= Counter(out3["j0"]) and len(out3["j0"]) <= 4
@@ -160,7 +160,7 @@ def test_top_up_waits_when_a_restart_cannot_pay():
     a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)
     n0 = nodes(c, restart_s=10_000.0)  # a restart costs more than the lookahead: never worth it
     g._ensure(n0, [a])
-    g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1), 1)
+    g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1))
     assert g.optimize([a], n0, {})["j0"] == (0, 0)
     assert Gadget(top_up=False).p.top_up is False
 
@@ -171,7 +171,7 @@ def test_a_plan_starting_now_stays_where_its_job_already_runs():
     a = JobState(job(0, 0.0, 2, 3600, c), 0, 3600.0)
     n1 = nodes(c, 300.0)
     g._ensure(n1, [a])
-    g._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1), 3)  # planned on server 1 from slot 1
+    g._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))  # planned on server 1 from slot 1
     out = g.optimize([a], n1, {"j0": (0, 0)})  # it already runs on lent GPUs of server 0
     assert out["j0"] == (0, 0) and g.plans["j0"].segments == [(1, 10, (0, 0))]
     used = g.ledger.window(1, 10)[0]
@@ -179,14 +179,14 @@ def test_a_plan_starting_now_stays_where_its_job_already_runs():
     # when its servers are committed to others in the segment, the job moves to its plan
     g2 = Gadget(top_up=False)
     g2._ensure(n1, [a])
-    g2._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1), 3)
-    g2._commit("other", Plan([(5, 8, (0, 0, 0))], 2400.0, 1.0, 0.1), 3)
+    g2._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))
+    g2._commit("other", Plan([(5, 8, (0, 0, 0))], 2400.0, 1.0, 0.1))
     b = JobState(job(1, 0.0, 3, 3600, c), 1, 3600.0)
     assert g2.optimize([a, b], n1, {"j0": (0, 0)})["j0"] == (1, 1)
     # and a different shape (a ring over two servers) is not a place to stay
     g3 = Gadget(top_up=False)
     g3._ensure(n1, [a])
-    g3._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1), 3)
+    g3._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))
     assert g3.optimize([a], n1, {"j0": (0, 2)})["j0"] == (1, 1)
 
 
@@ -202,10 +202,10 @@ def test_one_server_rings_pack_onto_the_fullest_server_within_the_slack():
     def placed(full_until: int = 0, **kw):
         g = Gadget(L=1e-3, U=10.0, work_conserving=False, **{"late_share": 0.0, **kw})
         g._ensure(nodes(c), [a])
-        g._commit("j1", Plan([(0, 50, (0,) * 5)], 15_000.0, 1.0, 0.1), 3)  # server 0: 5 of 8 busy
-        g._commit("j2", Plan([(0, 50, (1,) * 2)], 15_000.0, 1.0, 0.1), 3)  # server 1: 2 of 8 busy
+        g._commit("j1", Plan([(0, 50, (0,) * 5)], 15_000.0, 1.0, 0.1))  # server 0: 5 of 8 busy
+        g._commit("j2", Plan([(0, 50, (1,) * 2)], 15_000.0, 1.0, 0.1))  # server 1: 2 of 8 busy
         if full_until:  # every GPU committed until then: the job's plan starts later
-            g._commit("j9", Plan([(0, full_until, (0,) * 3 + (1,) * 6 + (2,) * 8)], 1.0, 1.0, 0.1), 3)
+            g._commit("j9", Plan([(0, full_until, (0,) * 3 + (1,) * 6 + (2,) * 8)], 1.0, 1.0, 0.1))
         g.optimize([a, *others] + ([blocker] if full_until else []), nodes(c), {})
         return g.plans["j0"].segments[0], g
 
@@ -417,9 +417,9 @@ def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed()
     g._ensure(nodes(c), [js])
     plan = g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=g._horizon_end(js, nodes(c)))
     start, _, pl = plan.segments[0]
-    g._commit("j0", plan, 2)
+    g._commit("j0", plan)
     s = pl[0]
-    g._commit("jx", Plan([(start - 1, start, (s,) * 8)], 1.0, 1.0, 0.1), 2)  # the slot before the plan: full
+    g._commit("jx", Plan([(start - 1, start, (s,) * 8)], 1.0, 1.0, 0.1))  # the slot before the plan: full
     assert start >= 1
     g._commit_early_runs({"j0": pl}, 0, nodes(c))
     assert g.plans["j0"].segments[0][0] == start

@@ -57,7 +57,7 @@ def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bpric
           bw_frac: float, *, ring_aware: bool = True) -> StepEmbeddings:
     """``free``/``gprice``/``bfree``/``bprice`` are (servers, steps): free GPUs, price of one GPU
     for the step, free NIC fraction, price of this ring's NIC share for the step."""
-    S, n = free.shape
+    n = free.shape[1]
     fT, gT = free.T.astype(np.int64), gprice.T
     if not ring_aware:
         order = np.argsort(gT, axis=1, kind="stable")

@@ -210,8 +210,7 @@ class Gadget(Policy):
         self._seq: dict[str, int] = {}  # each plan's place in commit order (the order of ``plans``)
         self._ends: list[tuple[int, int, str]] = []  # heap of (plan end slot, seq, job)
         self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
-        self._sparse_cache: dict[tuple, tuple] = {}
-        self._usage_cache: dict[tuple, tuple] = {}
+        self._placement_cache: dict[tuple, tuple] = {}  # ``_placement``
         self._speed_version = 0
         self.bound_skips = 0
         self.plans_made = 0
@@ -579,31 +578,21 @@ class Gadget(Policy):
         fx.progress = np.where(ok, rate * step_len, 0.0)
         return fx
 
-    def _commit(self, jid: str, plan: Plan, S: int) -> None:
+    def _commit(self, jid: str, plan: Plan) -> None:
         self.plans[jid] = plan
         self._unstarted[jid] = plan
         self._seq[jid] = seq = self.plans_made
         heapq.heappush(self._ends, (plan.segments[-1][1], seq, jid))  # (segment ends never move)
         for a, z, pl in plan.segments:
-            counts, bw = self._usage(pl, S)
+            counts, bw = self._usage(pl)
             self.ledger.add_range(a, z, counts, bw)
         self.plans_made += 1
 
-    def _usage(self, pl: tuple, S: int) -> tuple[np.ndarray, np.ndarray]:
-        """(GPUs per server, NIC share per server) a placement reserves; cached, shared: read only."""
-        key = (pl, S)
-        r = self._usage_cache.get(key)
-        if r is None:
-            if len(self._usage_cache) >= 1 << 16:
-                self._usage_cache.clear()
-            counts = np.bincount(np.asarray(pl, dtype=np.int64), minlength=S)
-            bw = np.zeros(S)
-            if self.ring_aware and (counts > 0).sum() > 1:
-                bw[counts > 0] = self.p.nic_share
-            r = self._usage_cache[key] = (counts, bw)
-        return r
+    def _usage(self, pl: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(GPUs per server, NIC share per server) a placement reserves; shared: read only."""
+        return self._placement(pl)[4:]
 
-    def _release(self, jid: str, from_slot: int, S: int) -> None:
+    def _release(self, jid: str, from_slot: int) -> None:
         plan = self.plans.pop(jid, None)
         if plan is None:
             return
@@ -611,7 +600,7 @@ class Gadget(Policy):
         del self._seq[jid]
         for a, z, pl in plan.segments:
             if z > from_slot:
-                counts, bw = self._usage(pl, S)
+                counts, bw = self._usage(pl)
                 self.ledger.add_range(max(a, from_slot), z, counts, bw, sign=-1)
                 for s in np.flatnonzero(counts).tolist():
                     self._freed[s] += 1
@@ -641,7 +630,7 @@ class Gadget(Policy):
         if plan is None or plan.payoff <= 0:
             self.rejected_payoff += 1
             return "no plan with positive payoff at arrival (strict admission)"
-        self._commit(job.job_id, plan, nodes.cluster.num_servers)
+        self._commit(job.job_id, plan)
         return None
 
     def optimize(self, jobs, nodes, previous_allocations):
@@ -651,12 +640,11 @@ class Gadget(Policy):
             self._rates.clear()
             self._alone.clear()
             self.horizon.clear()
-        S = nodes.cluster.num_servers
         slot = round(nodes.now_s / nodes.slot_s)
         active = {js.job_id: js for js in jobs}
         seq = self._seq
         for jid in sorted(self.plans.keys() - active.keys(), key=seq.__getitem__):  # (in commit order)
-            self._release(jid, slot, S)  # finished early: free its later reservations
+            self._release(jid, slot)  # finished early: free its later reservations
         behind: set[str] = set()
         ends = self._ends
         over = []  # plans over (from the heap of plan ends: stale entries are dropped)
@@ -670,7 +658,7 @@ class Gadget(Policy):
             over = [jid for jid, plan in self.plans.items() if jid in done or
                     ((pl := plan.at(slot)) and not nodes.up[list(set(pl))].all())]
         for jid in over:
-            self._release(jid, slot, S)  # plan over but work left, or a failed server
+            self._release(jid, slot)  # plan over but work left, or a failed server
             behind.add(jid)
         out: dict[str, tuple] = {}
         # offer jobs without a plan: those behind first, then new ones, then deferred ones, each by
@@ -702,7 +690,7 @@ class Gadget(Policy):
             self.tried_epoch[jid] = self.epoch
             plan = self.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must, quick=quick.get(jid))
             if plan is not None and (plan.payoff > 0 or must):
-                self._commit(jid, plan, S)
+                self._commit(jid, plan)
                 self.misses.pop(jid, None)
             elif last is not None:
                 self.misses[jid] = self.misses.get(jid, 0) + 1
@@ -731,7 +719,6 @@ class Gadget(Policy):
         long job restarted dozens of times). A check that failed is not repeated until the
         ledger frees something on the servers it would take or the slot that blocked it has
         passed (commits only fill it). Only plans that have not started are looked at."""
-        S = nodes.cluster.num_servers
         cap = nodes.capacity
         up = nodes.up.tobytes()
         freed = self._freed
@@ -751,8 +738,8 @@ class Gadget(Policy):
             failed = self._early_fail.get(jid)
             if failed is not None and failed[:3] == (now, mark, up) and slot <= failed[3]:
                 continue
-            new = self._usage(now, S)
-            old = None if same else self._usage(pl, S)
+            new = self._usage(now)
+            old = None if same else self._usage(pl)
             # the slots it would newly take: until its plan starts (same placement), or, moving,
             # until its first segment ends, less its own reservation there
             block = self.ledger.first_overflow(slot, a if same else z, *new, cap, None if same else (a, *old))
@@ -802,8 +789,8 @@ class Gadget(Policy):
         a, z, pl = plan.segments[i]
         if nodes.speed.shape(prev) != nodes.speed.shape(pl):
             return pl
-        old = self._usage(pl, nodes.cluster.num_servers)
-        new = self._usage(prev, nodes.cluster.num_servers)
+        old = self._usage(pl)
+        new = self._usage(prev)
         if self.ledger.first_overflow(a, z, *new, nodes.capacity, (a, *old)) is None:
             self._move_segment(plan, i, prev, old, new)
             return prev
@@ -844,17 +831,26 @@ class Gadget(Policy):
         if self.p.top_up and now_free.sum() > 0:
             self._top_up(running_plan, nodes, out, previous, free, now_free, bfree, now_bfree)
 
-    def _sparse(self, pl: tuple) -> tuple[np.ndarray, np.ndarray, bool, tuple]:
-        """(servers, workers on each, crosses servers, the (server, workers) pairs as Python ints)
-        of a placement; placements repeat, so cached."""
-        r = self._sparse_cache.get(pl)
+    def _placement(self, pl: tuple) -> tuple:
+        """What GADGET reads of a placement, computed once (placements repeat): its servers, the
+        workers on each, whether it crosses servers, the (server, workers) pairs as Python ints,
+        and the GPUs and NIC share it reserves per server (``_sparse``, ``_usage``)."""
+        r = self._placement_cache.get(pl)
         if r is None:
-            if len(self._sparse_cache) >= 1 << 16:
-                self._sparse_cache.clear()
+            if len(self._placement_cache) >= 1 << 16:
+                self._placement_cache.clear()
             srv, cnt = np.unique(np.asarray(pl, dtype=np.int64), return_counts=True)
-            pairs = tuple(zip(srv.tolist(), cnt.tolist()))
-            r = self._sparse_cache[pl] = (srv, cnt, srv.size > 1, pairs)
+            counts = np.zeros(self.ledger.gpus.size, dtype=np.int64)
+            counts[srv] = cnt
+            bw = np.zeros(counts.size)
+            if self.ring_aware and srv.size > 1:
+                bw[srv] = self.p.nic_share
+            r = self._placement_cache[pl] = (srv, cnt, srv.size > 1, tuple(zip(srv.tolist(), cnt.tolist())), counts, bw)
         return r
+
+    def _sparse(self, pl: tuple) -> tuple[np.ndarray, np.ndarray, bool, tuple]:
+        """(servers, workers on each, crosses servers, the (server, workers) pairs) of a placement."""
+        return self._placement(pl)[:4]
 
     def _fits_now(self, pairs: tuple, multi: bool, now_free, now_bfree) -> bool:
         """Whether a placement's GPUs (and NIC share, if it crosses servers) are idle in this slot.

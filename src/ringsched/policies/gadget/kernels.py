@@ -136,16 +136,14 @@ def first_overflow(gpu_used, bw_used, start, end, counts, bw_frac, capacity, les
 def _live_blocks(front, s, start, b, steps):
     """How many leading blocks of row s may hold usage: those that start before ``front[s]``,
     the end of the latest reservation ever made on server s (later slots are all zero)."""
-    if front.size == 0:
-        return steps
     return min(steps, max(0, (front[s] - start + b - 1) // b))
 
 
 @_jit
 def block_stats_int(used, b, front, start):
     """(max, sum) over each block of ``b`` consecutive slots of every server's row (GPU counts).
-    Blocks past a row's ``front`` (``start``: the window's first slot; an empty ``front``: none)
-    are not read: they are zero."""
+    Blocks past a row's ``front`` (``start``: the window's first slot) are not read: they are
+    zero."""
     S, width = used.shape
     steps = width // b
     mx = np.zeros((S, steps), dtype=np.int64)

@@ -600,10 +600,7 @@ class Gadget(Policy):
         del self._seq[jid]
         for a, z, pl in plan.segments:
             if z > from_slot:
-                counts, bw = self._usage(pl)
-                self.ledger.add_range(max(a, from_slot), z, counts, bw, sign=-1)
-                for s in np.flatnonzero(counts).tolist():
-                    self._freed[s] += 1
+                self._free(max(a, from_slot), z, pl)
         self.epoch += 1
         self._early_fail.pop(jid, None)
 
@@ -747,7 +744,7 @@ class Gadget(Policy):
                 self._early_fail[jid] = (now, mark, up, block)
                 continue
             if not same:
-                self._move_segment(plan, 0, now, old, new)
+                self._move_segment(plan, 0, now)
             self.ledger.add_range(slot, a, *new)
             plan.segments[0] = (slot, z, now)
             del self._unstarted[jid]
@@ -792,19 +789,24 @@ class Gadget(Policy):
         old = self._usage(pl)
         new = self._usage(prev)
         if self.ledger.first_overflow(a, z, *new, nodes.capacity, (a, *old)) is None:
-            self._move_segment(plan, i, prev, old, new)
+            self._move_segment(plan, i, prev)
             return prev
         return pl
 
-    def _move_segment(self, plan: Plan, i: int, pl: tuple, old: tuple, new: tuple) -> None:
-        """Segment i of a committed plan runs on ``pl`` instead (``old``/``new``: the usages,
-        ``_usage``); only the job's own reservation moves, and what it left is free again."""
-        a, z, _ = plan.segments[i]
-        self.ledger.add_range(a, z, *old, sign=-1)
-        self.ledger.add_range(a, z, *new)
-        for s in np.flatnonzero(old[0]).tolist():
-            self._freed[s] += 1
+    def _move_segment(self, plan: Plan, i: int, pl: tuple) -> None:
+        """Segment i of a committed plan runs on ``pl`` instead; only the job's own reservation
+        moves, and what it left is free again."""
+        a, z, old = plan.segments[i]
+        self._free(a, z, old)
+        self.ledger.add_range(a, z, *self._usage(pl))
         plan.segments[i] = (a, z, pl)
+
+    def _free(self, a: int, z: int, pl: tuple) -> None:
+        """Remove placement ``pl``'s reservation from slots [a, z); its servers count a release
+        (``_freed``: failed early-run checks there may pass now)."""
+        self.ledger.add_range(a, z, *self._usage(pl), sign=-1)
+        for s, _ in self._sparse(pl)[3]:
+            self._freed[s] += 1
 
     def wakeup_s(self, now_s: float, slot_s: float) -> float | None:
         """The next slot in which a committed plan runs (the simulator must not stop before)."""

@@ -856,7 +856,8 @@ class Gadget(Policy):
 
     def _fits_now(self, pairs: tuple, multi: bool, now_free, now_bfree) -> bool:
         """Whether a placement's GPUs (and NIC share, if it crosses servers) are idle in this slot.
-        Scalar checks: placements have one or a few servers, and this runs for every idle job."""
+        Scalar checks (on lists): placements have one or a few servers, and this runs for every
+        idle job."""
         if not multi:
             s, c = pairs[0]
             return now_free[s] >= c
@@ -896,8 +897,12 @@ class Gadget(Policy):
                                                                    max(0.0, now - js.run_from_s))) for js in idle])
         # shortest remaining time alone first (then arrival, then index: a total order)
         order = np.lexsort((meta[:, 2], meta[:, 1], rem / meta[:, 0]))
-        free_total = int(free.sum())
-        now_total = int(now_free.sum())
+        # the loop reads and writes single servers: Python lists are several times faster at
+        # that than numpy scalars (written back at the end)
+        arrays = (free, now_free, bfree, now_bfree)
+        free, now_free, bfree, now_bfree = (x.tolist() for x in arrays)
+        free_total = sum(free)
+        now_total = sum(now_free)
         for i in order.tolist():
             if now_total == 0:
                 break  # nothing left to lend in this slot
@@ -928,21 +933,25 @@ class Gadget(Policy):
                     continue
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
-            w = min(js.job.max_workers, max(int(free.max()), js.job.min_workers))
+            w = min(js.job.max_workers, max(max(free), js.job.min_workers))
+            free_arr = np.array(free, dtype=np.int64)
             while w >= js.job.min_workers:
-                pl = consolidated(w, free)
+                pl = consolidated(w, free_arr)
                 if pl is not None:
-                    srv, cnt, multi, _ = self._sparse(pl)
-                    if not multi or np.all(bfree[srv] >= nic):
+                    _, _, multi, pairs = self._sparse(pl)
+                    if not multi or all(bfree[s] >= nic for s, _ in pairs):
                         out[js.job_id] = pl
-                        free[srv] -= cnt
-                        now_free[srv] -= cnt
-                        if multi:
-                            bfree[srv] -= nic
-                        free_total = int(free.sum())
+                        for s, c in pairs:
+                            free[s] -= c
+                            now_free[s] -= c
+                            if multi:
+                                bfree[s] -= nic
+                        free_total = sum(free)
                         now_total -= w
                         break
                 w -= 1
+        for x, v in zip(arrays, (free, now_free, bfree, now_bfree)):
+            x[:] = v
 
     def _top_up(self, running_plan, nodes: Nodes, out: dict, previous, free, now_free, bfree, now_bfree) -> None:
         """Idle GPUs on top of a planned job's committed placement, shortest job first.

@@ -5,7 +5,7 @@ loop never changes a decision."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ringsched.policies.gadget import kernels
@@ -200,6 +200,7 @@ def ref_fixed(ok, prog, remaining, free, bfree, gp, bp, w, nic, ring_aware):
 @settings(max_examples=300, deadline=None)
 @given(seed=st.integers(0, 100_000), S=st.integers(1, 12), n=st.integers(1, 300), w=st.integers(1, 24),
        ring_aware=st.booleans(), ties=st.booleans())
+@example(seed=8, S=8, n=1, w=8, ring_aware=False, ties=False)  # one column: numpy sums servers pairwise
 def test_fixed_embedding_kernels_equal_the_numpy_code(seed, S, n, w, ring_aware, ties):
     rng = np.random.default_rng(seed)
     free = rng.integers(0, 9, size=(S, n)).astype(np.int64)
@@ -233,3 +234,15 @@ def test_embed_one_breaks_ties_by_server_index_as_the_numpy_embedding():
             fits, counts = kernels.embed_one(w, f, g, bf, bp, 0.5, ring_aware)
             e = embed(w, f[:, None], g[:, None], bf[:, None], bp[:, None], 0.5, ring_aware=ring_aware)
             assert fits == bool(e.ok[0]) and np.array_equal(counts, e.counts(0, 3))
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), S=st.integers(1, 6), J=st.integers(1, 5), m=st.integers(1, 10))
+def test_lowest_block_usage_equals_the_numpy_expression(seed, S, J, m):
+    rng = np.random.default_rng(seed)
+    Z = np.concatenate([np.zeros((S, 1)), np.cumsum(rng.random((S, 200)), axis=1)], axis=1)
+    B = rng.integers(1, 5, size=J)
+    steps = rng.integers(0, m + 1, size=J)
+    edges = np.minimum(np.arange(m + 1)[None, :], steps[:, None]) * B[:, None]
+    want = np.maximum(np.diff(Z[:, edges], axis=2).min(axis=0) / B[:, None] - 1e-6, 0.0)
+    assert np.array_equal(kernels.lowest_block_usage(Z, edges, B, 1e-6), want)

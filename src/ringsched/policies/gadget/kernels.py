@@ -319,18 +319,26 @@ def fixed_window(ok, prog, remaining, free, bfree, gp, bp):
 @_jit
 def fixed_cost(counts, gp, bp, s0, s1, multi):
     """Per step, the cost of running on ``counts`` in [s0, s1) (inf elsewhere): its GPUs' prices
-    plus, when the ring crosses servers, the NIC shares' (servers added in index order, as
-    numpy's sum over axis 0)."""
+    plus, when the ring crosses servers, the NIC shares', summed over servers in numpy's order
+    for ``(x[:, s0:s1]).sum(axis=0)``: row after row, or pairwise when the block is one column
+    wide (numpy then sums a contiguous vector)."""
     S, n = gp.shape
     cost = np.full(n, np.inf)
+    g = np.empty(S)
+    c = np.empty(S)
+    work = (np.empty((3, 130), dtype=np.int64), np.empty(130))
     for t in range(s0, s1):
-        g = counts[0] * gp[0, t]
-        for s in range(1, S):
-            g += counts[s] * gp[s, t]
-        c = (1.0 if counts[0] > 0 else 0.0) * bp[0, t]
-        for s in range(1, S):
-            c += (1.0 if counts[s] > 0 else 0.0) * bp[s, t]
-        cost[t] = g + c * (1.0 if multi else 0.0)
+        for s in range(S):
+            g[s] = counts[s] * gp[s, t]
+            c[s] = (1.0 if counts[s] > 0 else 0.0) * bp[s, t]
+        if s1 - s0 == 1:
+            gs, cs = _pairwise_sum(g, 0, S, work), _pairwise_sum(c, 0, S, work)
+        else:
+            gs, cs = g[0], c[0]
+            for s in range(1, S):
+                gs += g[s]
+                cs += c[s]
+        cost[t] = gs + cs * (1.0 if multi else 0.0)
     return cost
 
 
@@ -381,3 +389,23 @@ def embed_one(w, f, g, bf, bp, bw_frac, ring_aware):
             counts[s] = t
             left -= t
     return left == 0, counts
+
+
+@_jit
+def lowest_block_usage(Z, edges, B, margin):
+    """``quick_bounds``' usage per offer and step: the least mean used share over servers of the
+    slots between consecutive ``edges`` (columns of the running sums ``Z``), lowered by
+    ``margin`` and at least 0."""
+    J, m1 = edges.shape
+    S = Z.shape[0]
+    z = np.empty((J, m1 - 1))
+    for j in range(J):
+        for i in range(m1 - 1):
+            a, b = edges[j, i], edges[j, i + 1]
+            mn = Z[0, b] - Z[0, a]
+            for s in range(1, S):
+                d = Z[s, b] - Z[s, a]
+                if d < mn:
+                    mn = d
+            z[j, i] = max(mn / B[j] - margin, 0.0)
+    return z

@@ -364,7 +364,7 @@ class Gadget(Policy):
         # P rises: the lowest price is that of the least used server (at the largest G, for clusters
         # with servers of different sizes), so one exponential per step; the usage is lowered
         # by 1e-6 so that rounding in the running sums cannot raise the bound's prices
-        z = np.maximum(np.diff(Z[:, edges], axis=2).min(axis=0) / B[:, None] - 1e-6, 0.0)  # (J, m)
+        z = kernels.lowest_block_usage(Z, edges, B, 1e-6)  # (J, m)
         low = B[:, None] * self.prices_g(z) / float(nodes.cluster.gpus.max())
         if self.p.energy_cost_per_gpu_s:
             low = low + self.p.energy_cost_per_gpu_s * step_len[:, None]
@@ -691,7 +691,7 @@ class Gadget(Policy):
                 self.misses.pop(jid, None)
             elif last is not None:
                 self.misses[jid] = self.misses.get(jid, 0) + 1
-        running_plan = []  # jobs running their plan in this slot (those a top-up may grow)
+        running_plan = []  # jobs running their plan in this slot below their most workers (a top-up may grow them)
         for jid, plan in self.plans.items():
             if plan.segments[0][0] > slot:
                 continue  # not started
@@ -701,7 +701,9 @@ class Gadget(Policy):
                 if prev and prev != pl and len(prev) == len(pl):
                     pl = self._stay_put(plan, slot, prev, nodes)
                 out[jid] = pl
-                running_plan.append(active[jid])
+                js = active[jid]
+                if len(pl) < js.job.max_workers:
+                    running_plan.append(js)
         if self.p.work_conserving:
             self._lend(jobs, nodes, slot, out, previous_allocations, running_plan)
             if self.p.commit_early_runs:
@@ -967,9 +969,9 @@ class Gadget(Policy):
         window = max(1, self.p.lend_lookahead) * nodes.slot_s
         S = free.size
         nic = self.p.nic_share
-        cands = [js for js in running_plan if len(out[js.job_id]) < js.job.max_workers]
-        if not cands:
+        if not running_plan:
             return
+        cands = list(running_plan)
         speed = nodes.speed
 
         def rate(js, counts):

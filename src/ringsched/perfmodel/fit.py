@@ -2,51 +2,79 @@
 
 Both models (ours and Pollux's) are fitted by the same code: robust least squares
 (scipy's trust-region reflective with a soft-L1 loss) on log step time, so the fit minimises
-relative error and a few outlier measurements do not pull it. Each fit runs from a few
-deterministic starting points derived from the data and keeps the best, so results are
-reproducible byte for byte.
+relative error and a few outlier measurements do not pull it. Where the data carry
+``sync_time``, step time minus sync time is a direct measurement of compute time on every
+row (not only single-GPU ones), and it is a second, lighter target: it separates compute from
+communication, which step times alone leave ambiguous when few shapes are measured. Each fit
+runs from a few deterministic starting points derived from the data and keeps the best, so
+results are reproducible byte for byte.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from ringsched.perfmodel.data import PlacementTable
 from ringsched.perfmodel.pollux import PolluxParams, pollux_step_time_s
-from ringsched.perfmodel.ring import RingParams, step_time_s
+from ringsched.perfmodel.ring import RingParams, compute_time_s, step_time_s
 
 LOSS_SCALE = 0.05  # soft-L1 turns quadratic -> linear beyond ~5% relative error
+COMPUTE_WEIGHT = 0.3  # weight of the compute-time rows (step - sync) against step-time rows
+KNOT_PRIOR = 0.1  # pulls each log batch-efficiency factor towards 0 (factor 1)
+MAX_KNOTS = 24  # batch-efficiency knots: the distinct batch sizes, or this many quantiles
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One least-squares problem: bounds, starts, vector -> parameters, prior residuals."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    starts: list[np.ndarray]
+    make: Callable[[np.ndarray], object]
+    prior: Callable[[np.ndarray], np.ndarray] = field(default=lambda theta: np.zeros(0))
 
 
 class StepModel(Protocol):
     """A parametric step-time model that ``fit`` can calibrate."""
 
     name: str
-    param_names: tuple[str, ...]
 
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]: ...
-    def starts(self, t: PlacementTable) -> list[np.ndarray]: ...
-    def make(self, theta: np.ndarray): ...
+    def problem(self, t: PlacementTable) -> Problem: ...
     def predict(self, params, t: PlacementTable) -> np.ndarray: ...
+    def predict_compute(self, params, t: PlacementTable) -> np.ndarray: ...
     def from_dict(self, d: dict): ...
 
 
+def measured_compute_s(t: PlacementTable) -> np.ndarray:
+    """step_time - sync_time per row (NaN where unknown or not positive)."""
+    if t.step_time is None or t.sync_time is None:
+        return np.full(len(t), np.nan)
+    c = t.step_time - t.sync_time
+    return np.where(c > 0, c, np.nan)
+
+
 def _compute_guess(t: PlacementTable) -> tuple[float, float]:
-    """Intercept and slope of compute time vs batch, from single-worker rows if any."""
+    """Intercept and slope of compute time vs batch: from measured compute, else single workers."""
+    comp = measured_compute_s(t)
     one = t.num_replicas == 1
-    rows = one if one.sum() >= 2 else np.ones(len(t), dtype=bool)
-    x, y = t.local_bsz[rows], t.step_time[rows]
+    if np.isfinite(comp).sum() >= 2:
+        rows, y_all, halve = np.isfinite(comp), comp, False
+    else:
+        rows = one if one.sum() >= 2 else np.ones(len(t), dtype=bool)
+        y_all, halve = t.step_time, not one.any()  # every row includes communication
+    x, y = t.local_bsz[rows], y_all[rows]
     if np.ptp(x) > 0:
         slope, icpt = np.polyfit(x, y, 1)
     else:
         slope, icpt = 0.0, float(np.median(y))
     slope = max(float(slope), 1e-9)
     icpt = max(float(icpt), 0.05 * float(np.min(y)))
-    if not one.any():  # every row includes communication: attribute half to compute
+    if halve:  # attribute half to compute
         icpt, slope = 0.5 * icpt, 0.5 * slope
     return icpt, slope
 
@@ -59,67 +87,92 @@ def _comm_guess(t: PlacementTable, icpt: float, slope: float) -> float:
     return max(float(np.median(extra)), 1e-4 * float(np.median(t.step_time)))
 
 
-class _ParamsModel:
-    """Shared plumbing: a parameter vector <-> the model's parameter dataclass."""
-
-    params_cls: type
-    param_names: tuple[str, ...]
-
-    def make(self, theta):
-        return self.params_cls(**dict(zip(self.param_names, map(float, theta))))
-
-    def from_dict(self, d):
-        return self.params_cls.from_dict(d)
+def batch_knots(bsz: np.ndarray) -> np.ndarray:
+    """Knots of the batch-efficiency curve: every distinct batch, or MAX_KNOTS log-quantiles."""
+    u = np.unique(np.asarray(bsz, dtype=float))
+    if len(u) <= MAX_KNOTS:
+        return u
+    return np.unique(np.exp(np.quantile(np.log(u), np.linspace(0.0, 1.0, MAX_KNOTS))))
 
 
-class RingModel(_ParamsModel):
-    """ringsched's model (perfmodel.ring), fitted in its time form."""
+class RingModel:
+    """ringsched's model (perfmodel.ring), fitted in its time form.
+
+    The vector holds the intra-server latency and transfer time as fractions of the
+    cross-server ones (bounded by 1): a link inside a server is never slower than the NIC
+    share (``RingParams.from_physical`` takes min(b_in, beta)), and without single-server
+    measurements the fit cannot wander off to an intra-server cost that no cluster has.
+    rack_transfer_s and reduce_s are not identifiable from single-rack step times: reduce_s
+    folds into the transfer terms, rack_transfer_s stays None (= inter). Batch-efficiency
+    knots sit at the measured batch sizes, each pulled weakly towards 1.
+    """
 
     name = "ring"
-    params_cls = RingParams
-    # rack_transfer_s and reduce_s are not identifiable from single-rack step times:
-    # reduce_s folds into the transfer terms, rack_transfer_s stays None (= inter).
-    param_names = ("compute_base_s", "compute_per_sample_s", "colocation_slowdown",
-                   "latency_intra_s", "latency_inter_s", "intra_transfer_s", "bus_share_exponent",
-                   "inter_transfer_s", "server_overhead_s", "overlap_fraction", "overlap_exponent")
+    # fitted vector: [compute_base_s, compute_per_sample_s, colocation_slowdown,
+    #   latency_intra/latency_inter, latency_inter_s, intra/inter transfer, bus_share_exponent,
+    #   inter_transfer_s, server_overhead_s, overlap_fraction, overlap_exponent,
+    #   two_server_slowdown, log knot factors...]
+    N_FIXED = 12
 
-    def bounds(self):
-        lo = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0])
-        hi = np.array([np.inf, np.inf, 2.0, np.inf, np.inf, np.inf, 1.0, np.inf, np.inf, 1.0, 32.0])
-        return lo, hi
-
-    def starts(self, t):
+    def problem(self, t: PlacementTable) -> Problem:
+        knots = batch_knots(t.local_bsz)
+        n = len(knots)
+        lo = np.concatenate([[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, 0.0], np.full(n, -2.0)])
+        hi = np.concatenate([[np.inf, np.inf, 2.0, 1.0, np.inf, 1.0, 1.0, np.inf, np.inf, 1.0, 32.0, 3.0],
+                             np.full(n, 2.0)])
         a, b = _compute_guess(t)
         c = _comm_guess(t, a, b)
-        out = []
-        for phi, g in ((0.5, 2.0), (0.9, 6.0), (0.2, 1.5)):
-            out.append(np.array([a, b, 0.02, c / 200, c / 100, c / 20, 0.5, c / 2, c / 50, phi, g]))
-        return out
+        starts = [np.concatenate([[a, b, 0.02, 0.3, c / 100, 0.3, 0.5, c / 2, c / 50, phi, g, 0.0], np.zeros(n)])
+                  for phi, g in ((0.5, 2.0), (0.9, 6.0), (0.2, 1.5))]
+
+        def make(theta: np.ndarray) -> RingParams:
+            (cb, cs, col, lat_ratio, lat_inter, x_ratio, sigma, x_inter, srv, phi, g, two) = map(
+                float, theta[: self.N_FIXED])
+            return RingParams(
+                compute_base_s=cb, compute_per_sample_s=cs, colocation_slowdown=col,
+                latency_intra_s=lat_ratio * lat_inter, latency_inter_s=lat_inter,
+                intra_transfer_s=x_ratio * x_inter, bus_share_exponent=sigma, inter_transfer_s=x_inter,
+                server_overhead_s=srv, overlap_fraction=phi, overlap_exponent=g, two_server_slowdown=two,
+                compute_knots_bsz=tuple(knots), compute_knot_factors=tuple(np.exp(theta[self.N_FIXED:])))
+
+        return Problem(lo, hi, starts, make, lambda theta: KNOT_PRIOR * theta[self.N_FIXED:])
 
     def predict(self, params, t):
         return step_time_s(params, t.local_bsz, t.num_replicas, t.num_nodes, t.max_per_node)
 
+    def predict_compute(self, params, t):
+        return compute_time_s(params, t.local_bsz, t.max_per_node)
+
+    def from_dict(self, d):
+        return RingParams.from_dict(d)
 
 
-class PolluxModel(_ParamsModel):
-    """The Pollux (OSDI'21) throughput model, fitted by the same code."""
+class PolluxModel:
+    """The Pollux (OSDI'21) throughput model, fitted by the same code.
+
+    Pollux's own fit (adaptdl's ``fit_perf_params``) also uses a compute-only time next to
+    the step time, so the compute target is as fair to it as to ours.
+    """
 
     name = "pollux"
-    params_cls = PolluxParams
     param_names = ("alpha_c", "beta_c", "alpha_r", "beta_r", "alpha_n", "beta_n", "gamma")
 
-    def bounds(self):
+    def problem(self, t: PlacementTable) -> Problem:
         lo = np.array([0, 0, 0, 0, 0, 0, 1.0])
         hi = np.array([np.inf] * 6 + [32.0])
-        return lo, hi
-
-    def starts(self, t):
         a, b = _compute_guess(t)
         c = _comm_guess(t, a, b)
-        return [np.array([a, b, c / 10, c / 100, c, c / 20, g]) for g in (1.5, 3.0, 8.0)]
+        starts = [np.array([a, b, c / 10, c / 100, c, c / 20, g]) for g in (1.5, 3.0, 8.0)]
+        return Problem(lo, hi, starts, lambda theta: PolluxParams(**dict(zip(self.param_names, map(float, theta)))))
 
     def predict(self, params, t):
         return pollux_step_time_s(params, t.local_bsz, t.num_replicas, t.num_nodes)
+
+    def predict_compute(self, params, t):
+        return params.alpha_c + params.beta_c * np.asarray(t.local_bsz, dtype=float)
+
+    def from_dict(self, d):
+        return PolluxParams.from_dict(d)
 
 
 MODELS: dict[str, StepModel] = {m.name: m for m in (RingModel(), PolluxModel())}
@@ -152,21 +205,32 @@ def fit(model: StepModel, t: PlacementTable) -> FitResult:
     """Calibrate ``model`` on the rows of ``t`` (which must carry step_time)."""
     if t.step_time is None or len(t) == 0:
         raise ValueError("fit needs rows with step_time")
-    lo, hi = model.bounds()
+    prob = model.problem(t)
+    lo, hi = prob.lo, prob.hi
     log_y = np.log(t.step_time)
+    comp = measured_compute_s(t)
+    has_comp = np.isfinite(comp)
+    log_c = np.log(comp[has_comp])
+    t_comp = t.subset(has_comp)
 
     def residuals(theta: np.ndarray) -> np.ndarray:
-        pred = model.predict(model.make(np.clip(theta, lo, hi)), t)
-        return np.log(np.maximum(pred, 1e-12)) - log_y
+        theta = np.clip(theta, lo, hi)
+        params = prob.make(theta)
+        parts = [np.log(np.maximum(model.predict(params, t), 1e-12)) - log_y]
+        if has_comp.any():
+            pc = model.predict_compute(params, t_comp)
+            parts.append(COMPUTE_WEIGHT * (np.log(np.maximum(pc, 1e-12)) - log_c))
+        parts.append(prob.prior(theta))
+        return np.concatenate(parts)
 
     best = None
-    for x0 in model.starts(t):
+    for x0 in prob.starts:
         x0 = _strictly_inside(x0, lo, hi)
         r = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=LOSS_SCALE,
                           x_scale="jac", max_nfev=400)
         if best is None or r.cost < best.cost:
             best = r
-    params = model.make(np.clip(best.x, lo, hi))
+    params = prob.make(np.clip(best.x, lo, hi))
     ape = abs_pct_error(model.predict(params, t), t.step_time)
     return FitResult(model.name, params, len(t), float(np.median(ape)), float(np.percentile(ape, 90)))
 

@@ -5,12 +5,14 @@ result broadcasts. Time is in seconds, sizes in bytes, bandwidth in bytes per se
 
     tau(y) = (1 - phi) * t_comp  +  smax_g(phi * t_comp, t_ring)
 
-    t_comp = (compute_base_s + compute_per_sample_s * local_bsz) * (1 + colocation_slowdown * (d - 1))
+    t_comp = (compute_base_s + compute_per_sample_s * local_bsz) * eff(local_bsz) * (1 + colocation_slowdown * (d - 1))
     t_ring = 0                                                          if w == 1
            = 2 (w-1) lat_k + (w-1)/w * (2 x_k + reduce_s) + server_overhead_s * (k - 1)
     x_1    = d**sigma * intra_transfer_s                                (ring inside one server)
-    x_k    = max(inter_transfer_s [or rack_transfer_s], d**sigma * intra_transfer_s)   (k > 1)
+    x_k    = max(c_k * inter_transfer_s [or rack_transfer_s], d**sigma * intra_transfer_s)   (k > 1)
+    c_k    = 1 + two_server_slowdown if k == 2 else 1
     smax_g(a, b) = (a**g + b**g) ** (1/g)
+    eff(M) = exp(interp(log M, log compute_knots_bsz, log compute_knot_factors))   (1 without knots)
 
 w workers, k servers, d = the most workers on one server, phi the share of compute (the
 backward pass) that bucketed all-reduce can hide behind, g >= 1 the smoothness of that
@@ -18,7 +20,11 @@ overlap (g = 1 is no overlap: a plain sum; g -> inf is a hard max). ``x`` is the
 one whole gradient through the ring's bottleneck link: m / b_in inside a server (a link that
 ``d`` workers share, hence d**sigma: sigma = 1 for a shared PCIe root, 0 for an NVSwitch),
 m / beta across servers (beta = bandwidth reserved for the job on each NIC it crosses), and
-m / uplink share when the ring crosses racks. See docs/model.md.
+m / uplink share when the ring crosses racks. ``eff`` is the measured efficiency of the GPU's
+kernels at a batch size (tile quantisation and algorithm choice make compute time a ragged,
+not straight, function of the batch); ``two_server_slowdown`` is the fitted excess of rings
+over exactly two servers, whose two cross-server links join the same pair of NICs. Both are
+neutral (1 and 0) unless fitted from measurements. See docs/model.md.
 """
 
 from __future__ import annotations
@@ -52,11 +58,23 @@ class RingParams(DictParams):
     overlap_fraction: float = 0.0
     overlap_exponent: float = 1.0
     reduce_s: float = 0.0
+    two_server_slowdown: float = 0.0
+    compute_knots_bsz: tuple[float, ...] = ()
+    compute_knot_factors: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
+        for name in ("compute_knots_bsz", "compute_knot_factors"):  # JSON gives lists
+            object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
+        knots, factors = np.array(self.compute_knots_bsz), np.array(self.compute_knot_factors)
+        if len(knots) != len(factors):
+            raise ValueError("compute_knots_bsz and compute_knot_factors must have the same length")
+        if len(knots) and not (np.all(np.isfinite(knots)) and np.all(knots > 0) and np.all(np.diff(knots) > 0)):
+            raise ValueError("compute_knots_bsz must be positive and strictly increasing")
+        if len(factors) and not (np.all(np.isfinite(factors)) and np.all(factors > 0)):
+            raise ValueError("compute_knot_factors must be finite positive numbers")
         for f in fields(self):
             v = getattr(self, f.name)
-            if v is None:
+            if v is None or isinstance(v, tuple):
                 continue
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"{f.name} must be a finite non-negative number, got {v!r}")
@@ -120,11 +138,21 @@ def smooth_max(a, b, g):
     return np.where(m > 0, safe * ((a / safe) ** g + (b / safe) ** g) ** (1.0 / g), 0.0)
 
 
+def batch_efficiency(p: RingParams, local_bsz):
+    """Compute-time factor at a batch size: measured at the knots, log-linear between, flat outside."""
+    local_bsz = np.asarray(local_bsz, dtype=float)
+    if not p.compute_knots_bsz:
+        return np.ones_like(local_bsz)
+    return np.exp(np.interp(np.log(np.maximum(local_bsz, 1e-9)), np.log(p.compute_knots_bsz),
+                            np.log(p.compute_knot_factors)))
+
+
 def compute_time_s(p: RingParams, local_bsz, max_per_server=1):
     """Per-iteration forward+backward+update time of one worker, with co-location slowdown."""
     local_bsz = np.asarray(local_bsz, dtype=float)
     d = np.asarray(max_per_server, dtype=float)
-    return (p.compute_base_s + p.compute_per_sample_s * local_bsz) * (1.0 + p.colocation_slowdown * (d - 1.0))
+    t = (p.compute_base_s + p.compute_per_sample_s * local_bsz) * (1.0 + p.colocation_slowdown * (d - 1.0))
+    return t * batch_efficiency(p, local_bsz) if p.compute_knots_bsz else t
 
 
 def ring_time_s(p: RingParams, workers, servers, max_per_server, racks=1):
@@ -137,6 +165,8 @@ def ring_time_s(p: RingParams, workers, servers, max_per_server, racks=1):
     intra = d ** p.bus_share_exponent * p.intra_transfer_s
     rack_x = p.inter_transfer_s if p.rack_transfer_s is None else p.rack_transfer_s
     cross = np.where(r > 1, rack_x, p.inter_transfer_s)
+    if p.two_server_slowdown:
+        cross = cross * np.where(k == 2, 1.0 + p.two_server_slowdown, 1.0)
     multi = k > 1
     x = np.where(multi, np.maximum(cross, intra), intra)
     lat = np.where(multi, p.latency_inter_s, p.latency_intra_s)

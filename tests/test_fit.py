@@ -7,8 +7,8 @@ import pytest
 from conftest import POLLUX, needs_shared
 from ringsched.perfmodel.data import PlacementTable, read_pollux_profile_dir
 from ringsched.perfmodel.fidelity import cross_validate, split_shapes
-from ringsched.perfmodel.fit import MODELS, fit, load_fitted
-from ringsched.perfmodel.ring import RingParams, step_time_s
+from ringsched.perfmodel.fit import MAX_KNOTS, MODELS, batch_knots, fit, load_fitted
+from ringsched.perfmodel.ring import RingParams, compute_time_s, step_time_s
 
 TRUE = RingParams(compute_base_s=0.02, compute_per_sample_s=4e-4, colocation_slowdown=0.03,
                   latency_intra_s=2e-5, latency_inter_s=1e-4, intra_transfer_s=0.004,
@@ -92,3 +92,66 @@ def test_fidelity_on_measured_profiles(name):
     r = cross_validate(read_pollux_profile_dir(POLLUX / name), name, seeds=2)
     assert r.median_ape["ring"] <= r.median_ape["pollux"] + 0.005
     assert r.median_ape["ring"] < 0.08
+
+
+def synthetic_with_sync(params, shapes, bszs, noise, seed):
+    """Rows with sync_time = step - compute, as DDP measures the exposed all-reduce."""
+    t = synthetic(params, shapes, bszs, noise, seed)
+    comp = compute_time_s(params, t.local_bsz, t.max_per_node)
+    return PlacementTable(t.num_nodes, t.num_replicas, t.max_per_node, t.local_bsz, t.step_time,
+                          np.maximum(t.step_time - comp, 0.0))
+
+
+MULTI_ONLY = [s for s in SHAPES if s[0] > 1]
+
+
+def test_compute_target_separates_compute_without_single_worker_rows():
+    """No single-server shape is measured; step - sync still pins compute down."""
+    t = synthetic_with_sync(TRUE, MULTI_ONLY, BSZ, noise=0.02, seed=6)
+    p = fit(MODELS["ring"], t).params
+    assert p.compute_per_sample_s == pytest.approx(TRUE.compute_per_sample_s, rel=0.05)
+    assert p.compute_base_s == pytest.approx(TRUE.compute_base_s, rel=0.1)
+    single = step_time_s(p, np.array(BSZ, float), 1, 1)
+    assert np.allclose(single, step_time_s(TRUE, np.array(BSZ, float), 1, 1), rtol=0.05)
+
+
+def test_intra_server_terms_never_exceed_cross_server_ones():
+    """Even when noisy measurements would pull them above (here: a generator whose intra-server
+    link is slower than its NIC share), the fitted intra-server latency and transfer time stay
+    at most the cross-server ones, as in ``RingParams.from_physical``."""
+    odd = RingParams(**{**TRUE.to_dict(), "intra_transfer_s": 0.1, "latency_intra_s": 5e-4,
+                        "bus_share_exponent": 0.0})
+    for seed, gen in enumerate((TRUE, odd)):
+        t = synthetic(gen, SHAPES, BSZ, noise=0.05, seed=seed)
+        p = fit(MODELS["ring"], t).params
+        assert p.latency_intra_s <= p.latency_inter_s
+        assert p.intra_transfer_s <= p.inter_transfer_s
+
+
+def test_fit_recovers_a_two_server_slowdown():
+    true = RingParams(**{**TRUE.to_dict(), "two_server_slowdown": 0.4})
+    t = synthetic(true, SHAPES, BSZ, noise=0.02, seed=7)
+    p = fit(MODELS["ring"], t).params
+    assert p.two_server_slowdown == pytest.approx(0.4, abs=0.1)
+    plain = fit(MODELS["ring"], synthetic(TRUE, SHAPES, BSZ, noise=0.02, seed=7)).params
+    assert plain.two_server_slowdown < 0.05
+
+
+def test_batch_efficiency_knots_capture_a_ragged_compute_profile():
+    """Odd batch sizes 25% slower (as YOLOv3's kernels are): predicted on unseen shapes."""
+    factors = tuple(1.25 if i % 2 else 1.0 for i in range(len(BSZ)))
+    true = RingParams(**{**TRUE.to_dict(), "compute_knots_bsz": tuple(BSZ), "compute_knot_factors": factors})
+    train = synthetic(true, SHAPES[::2] + [(1, 1)], BSZ, noise=0.02, seed=8)
+    test = synthetic(true, SHAPES[1::2], BSZ, noise=0.0, seed=9)
+    p = fit(MODELS["ring"], train).params
+    assert p.compute_knots_bsz == tuple(float(b) for b in BSZ)
+    err = np.abs(MODELS["ring"].predict(p, test) / test.step_time - 1)
+    assert np.median(err) < 0.03
+    assert np.percentile(err, 90) < 0.06
+
+
+def test_knots_are_capped_for_many_distinct_batches():
+    knots = batch_knots(np.arange(1, 5001))
+    assert 2 <= len(knots) <= MAX_KNOTS
+    assert knots[0] == 1 and knots[-1] == 5000
+    assert list(batch_knots(np.array([32, 8, 32, 16]))) == [8, 16, 32]

@@ -117,3 +117,36 @@ def test_vectorised_over_placements():
     out = step_time_s(p, np.array([32, 32, 64]), np.array([1, 8, 16]), np.array([1, 1, 2]))
     assert out.shape == (3,)
     assert out[0] == pytest.approx(0.01 + 32e-4)
+
+
+def test_two_server_slowdown_scales_only_two_server_cross_transfer():
+    p = comm_only(inter_transfer_s=0.1, intra_transfer_s=0.01, two_server_slowdown=0.5)
+    assert ring_time_s(p, 8, 2, 4) == pytest.approx(2 * 7 / 8 * 0.15)
+    assert ring_time_s(p, 12, 3, 4) == pytest.approx(2 * 11 / 12 * 0.1)
+    assert ring_time_s(p, 4, 1, 4) == pytest.approx(2 * 3 / 4 * 0.01)
+    assert ring_time_s(comm_only(inter_transfer_s=0.1), 8, 2, 4) == pytest.approx(2 * 7 / 8 * 0.1)
+
+
+def test_batch_efficiency_knots_scale_compute_log_linearly_and_flat_outside():
+    p = comm_only(compute_knots_bsz=(16, 64), compute_knot_factors=(1.2, 0.8))
+    base = lambda m: 0.01 + 1e-4 * m  # noqa: E731
+    assert compute_time_s(p, 16) == pytest.approx(base(16) * 1.2)
+    assert compute_time_s(p, 64) == pytest.approx(base(64) * 0.8)
+    # halfway in log batch: the geometric mean of the factors
+    assert compute_time_s(p, 32) == pytest.approx(base(32) * np.sqrt(1.2 * 0.8))
+    assert compute_time_s(p, 4) == pytest.approx(base(4) * 1.2)
+    assert compute_time_s(p, 1024) == pytest.approx(base(1024) * 0.8)
+    assert compute_time_s(comm_only(), 32) == pytest.approx(base(32))
+
+
+def test_knot_parameters_roundtrip_through_dicts_and_are_validated():
+    p = comm_only(compute_knots_bsz=[16, 64], compute_knot_factors=[1.1, 0.9], two_server_slowdown=0.2)
+    assert p.compute_knots_bsz == (16.0, 64.0)
+    assert RingParams.from_dict(p.to_dict()) == p
+    for bad in (dict(compute_knots_bsz=(16, 64), compute_knot_factors=(1.0,)),
+                dict(compute_knots_bsz=(64, 16), compute_knot_factors=(1.0, 1.0)),
+                dict(compute_knots_bsz=(16,), compute_knot_factors=(0.0,)),
+                dict(compute_knots_bsz=(16,), compute_knot_factors=(float("nan"),)),
+                dict(two_server_slowdown=-0.1)):
+        with pytest.raises(ValueError):
+            comm_only(**bad)

@@ -88,11 +88,12 @@ def _comm_guess(t: PlacementTable, icpt: float, slope: float) -> float:
 
 
 def batch_knots(bsz: np.ndarray) -> np.ndarray:
-    """Knots of the batch-efficiency curve: every distinct batch, or MAX_KNOTS log-quantiles."""
+    """Knots of the batch-efficiency curve: every distinct measured batch, or MAX_KNOTS of them
+    evenly spaced by rank (so a file with a new batch size on every row stays a small fit)."""
     u = np.unique(np.asarray(bsz, dtype=float))
     if len(u) <= MAX_KNOTS:
         return u
-    return np.unique(np.exp(np.quantile(np.log(u), np.linspace(0.0, 1.0, MAX_KNOTS))))
+    return u[np.unique(np.round(np.linspace(0, len(u) - 1, MAX_KNOTS)).astype(int))]
 
 
 class RingModel:

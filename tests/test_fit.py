@@ -7,7 +7,7 @@ import pytest
 from conftest import POLLUX, needs_shared
 from ringsched.perfmodel.data import PlacementTable, read_pollux_profile_dir
 from ringsched.perfmodel.fidelity import cross_validate, split_shapes
-from ringsched.perfmodel.fit import MAX_KNOTS, MODELS, batch_knots, fit, load_fitted
+from ringsched.perfmodel.fit import MAX_KNOTS, MODELS, batch_knots, fit, load_fitted, measured_compute_s
 from ringsched.perfmodel.ring import RingParams, compute_time_s, step_time_s
 
 TRUE = RingParams(compute_base_s=0.02, compute_per_sample_s=4e-4, colocation_slowdown=0.03,
@@ -155,3 +155,13 @@ def test_knots_are_capped_for_many_distinct_batches():
     assert 2 <= len(knots) <= MAX_KNOTS
     assert knots[0] == 1 and knots[-1] == 5000
     assert list(batch_knots(np.array([32, 8, 32, 16]))) == [8, 16, 32]
+
+
+def test_compute_measurement_ignores_missing_sync():
+    """step - sync is a compute measurement only where sync was measured: a zero sync on a
+    multi-worker row means "not measured"; on a single worker it is a real (tiny) sync."""
+    t = PlacementTable(np.array([1.0, 2, 2, 1]), np.array([1.0, 4, 4, 2]), np.array([1.0, 2, 2, 2]),
+                       np.array([32.0, 32, 32, 32]), np.array([0.10, 0.30, 0.30, 0.12]),
+                       np.array([0.0, 0.0, 0.10, 0.5]))
+    c = measured_compute_s(t)
+    assert c[0] == pytest.approx(0.10) and np.isnan(c[1]) and c[2] == pytest.approx(0.20) and np.isnan(c[3])

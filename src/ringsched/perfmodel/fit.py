@@ -51,11 +51,13 @@ class StepModel(Protocol):
 
 
 def measured_compute_s(t: PlacementTable) -> np.ndarray:
-    """step_time - sync_time per row (NaN where unknown or not positive)."""
+    """step_time - sync_time per row; NaN where unknown, not positive, or where a multi-worker
+    row reports no sync at all (a zero there means "not measured", not a free all-reduce)."""
     if t.step_time is None or t.sync_time is None:
         return np.full(len(t), np.nan)
     c = t.step_time - t.sync_time
-    return np.where(c > 0, c, np.nan)
+    known = (c > 0) & ((t.sync_time > 0) | (t.num_replicas == 1))
+    return np.where(known, c, np.nan)
 
 
 def _compute_guess(t: PlacementTable) -> tuple[float, float]:

@@ -7,7 +7,8 @@
    within groups (leave-one-out deviations, rescaled to deviations from the mean).
 2. Ablation. The `model fidelity` protocol (5 seeds, 25% of shapes fitted) with each of the
    calibration's parts turned off in turn: the compute target (step - sync), the
-   batch-efficiency knots, the two-server slowdown, and the intra <= inter bounds.
+   batch-efficiency knots, the two-server slowdown, host staging, and the intra <= inter
+   bounds.
 3. Pollux fitted on step times only (no compute target), the most favourable fit we found
    for it, next to Pollux fitted exactly as ours.
 
@@ -64,8 +65,9 @@ class _Variant(fitmod.RingModel):
     def problem(self, t):
         with patched(fitmod, "batch_knots", lambda bsz: np.zeros(0)) if self.drop == "knots" else _noop():
             prob = super().problem(t)
-        if self.drop == "two-server":  # the parameter still exists but does nothing
-            return replace(prob, make=lambda theta: replace(prob.make(theta), two_server_slowdown=0.0))
+        if self.drop in ("two-server", "staging"):  # the parameter still exists but does nothing
+            field = "two_server_slowdown" if self.drop == "two-server" else "host_staging"
+            return replace(prob, make=lambda theta: replace(prob.make(theta), **{field: 0.0}))
         if self.drop == "bounds":  # intra-server terms may exceed the cross-server ones again
             hi = prob.hi.copy()
             hi[3] = hi[5] = 1e3
@@ -101,6 +103,7 @@ def main() -> None:
                 ("  without the compute target", fitmod.RingModel(), "ring", False),
                 ("  without batch-efficiency knots", _Variant("knots"), "ring", True),
                 ("  without the two-server slowdown", _Variant("two-server"), "ring", True),
+                ("  without host staging", _Variant("staging"), "ring", True),
                 ("  without intra <= inter bounds", _Variant("bounds"), "ring", True),
                 ("Pollux, fitted as ours", fitmod.PolluxModel(), "pollux", True),
                 ("Pollux, on step times only", fitmod.PolluxModel(), "pollux", False)]

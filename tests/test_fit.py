@@ -137,6 +137,15 @@ def test_fit_recovers_a_two_server_slowdown():
     assert plain.two_server_slowdown < 0.05
 
 
+def test_fit_recovers_host_staging():
+    """Cross-server hops that also pay the (shared) intra-server transfer, as over TCP sockets."""
+    true = RingParams(**{**TRUE.to_dict(), "intra_transfer_s": 0.012, "host_staging": 1.0})
+    p = fit(MODELS["ring"], synthetic(true, SHAPES, BSZ, noise=0.02, seed=10)).params
+    assert p.host_staging == pytest.approx(1.0, abs=0.25)
+    plain = fit(MODELS["ring"], synthetic(TRUE, SHAPES, BSZ, noise=0.02, seed=10)).params
+    assert plain.host_staging * plain.intra_transfer_s < 0.1 * plain.inter_transfer_s
+
+
 def test_batch_efficiency_knots_capture_a_ragged_compute_profile():
     """Odd batch sizes 25% slower (as YOLOv3's kernels are): predicted on unseen shapes."""
     factors = tuple(1.25 if i % 2 else 1.0 for i in range(len(BSZ)))

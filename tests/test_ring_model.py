@@ -150,3 +150,24 @@ def test_knot_parameters_roundtrip_through_dicts_and_are_validated():
                 dict(two_server_slowdown=-0.1)):
         with pytest.raises(ValueError):
             comm_only(**bad)
+
+
+def test_host_staging_adds_the_intra_transfer_to_cross_server_hops_only():
+    p = comm_only(inter_transfer_s=0.1, intra_transfer_s=0.02, bus_share_exponent=1.0, host_staging=0.5)
+    # 4 workers per server share the intra link: D = 4 * 0.02; hop = max(0.1, D) + 0.5 * D
+    assert ring_time_s(p, 8, 2, 4) == pytest.approx(2 * 7 / 8 * (0.1 + 0.5 * 0.08))
+    assert ring_time_s(p, 4, 1, 4) == pytest.approx(2 * 3 / 4 * 0.08)  # one server: no NIC, no staging
+    plain = comm_only(inter_transfer_s=0.1, intra_transfer_s=0.02, bus_share_exponent=1.0)
+    assert ring_time_s(plain, 8, 2, 4) == pytest.approx(2 * 7 / 8 * 0.1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e3), st.floats(0, 1e3)), min_size=1, max_size=20),
+       st.floats(1.0, 32.0))
+def test_smooth_max_is_bit_identical_to_the_symmetric_form(pairs, g):
+    """The one-power form must not move a single bit (the simulator's decisions depend on it)."""
+    a, b = (np.array(v, dtype=float) for v in zip(*pairs))
+    m = np.maximum(a, b)
+    safe = np.where(m > 0, m, 1.0)
+    symmetric = np.where(m > 0, safe * ((a / safe) ** g + (b / safe) ** g) ** (1.0 / g), 0.0)
+    assert np.array_equal(smooth_max(a, b, g), symmetric)

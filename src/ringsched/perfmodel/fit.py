@@ -20,7 +20,7 @@ from scipy.optimize import least_squares
 
 from ringsched.perfmodel.data import PlacementTable
 from ringsched.perfmodel.pollux import PolluxParams, pollux_step_time_s
-from ringsched.perfmodel.ring import RingParams, compute_time_s, step_time_s
+from ringsched.perfmodel.ring import RingParams, compute_time_s, overlapped_s, ring_time_s, step_time_s
 
 LOSS_SCALE = 0.05  # soft-L1 turns quadratic -> linear beyond ~5% relative error
 COMPUTE_WEIGHT = 0.3  # weight of the compute-time rows (step - sync) against step-time rows
@@ -47,6 +47,7 @@ class StepModel(Protocol):
     def problem(self, t: PlacementTable) -> Problem: ...
     def predict(self, params, t: PlacementTable) -> np.ndarray: ...
     def predict_compute(self, params, t: PlacementTable) -> np.ndarray: ...
+    def predict_both(self, params, t: PlacementTable) -> tuple[np.ndarray, np.ndarray]: ...
     def from_dict(self, d: dict): ...
 
 
@@ -114,28 +115,29 @@ class RingModel:
     # fitted vector: [compute_base_s, compute_per_sample_s, colocation_slowdown,
     #   latency_intra/latency_inter, latency_inter_s, intra/inter transfer, bus_share_exponent,
     #   inter_transfer_s, server_overhead_s, overlap_fraction, overlap_exponent,
-    #   two_server_slowdown, log knot factors...]
-    N_FIXED = 12
+    #   two_server_slowdown, host_staging, log knot factors...]
+    N_FIXED = 13
 
     def problem(self, t: PlacementTable) -> Problem:
         knots = batch_knots(t.local_bsz)
         n = len(knots)
-        lo = np.concatenate([[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, 0.0], np.full(n, -2.0)])
-        hi = np.concatenate([[np.inf, np.inf, 2.0, 1.0, np.inf, 1.0, 1.0, np.inf, np.inf, 1.0, 32.0, 3.0],
+        lo = np.concatenate([[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, 0.0, 0.0], np.full(n, -2.0)])
+        hi = np.concatenate([[np.inf, np.inf, 2.0, 1.0, np.inf, 1.0, 1.0, np.inf, np.inf, 1.0, 32.0, 3.0, 1.0],
                              np.full(n, 2.0)])
         a, b = _compute_guess(t)
         c = _comm_guess(t, a, b)
-        starts = [np.concatenate([[a, b, 0.02, 0.3, c / 100, 0.3, 0.5, c / 2, c / 50, phi, g, 0.0], np.zeros(n)])
+        starts = [np.concatenate([[a, b, 0.02, 0.3, c / 100, 0.3, 0.5, c / 2, c / 50, phi, g, 0.0, 0.5], np.zeros(n)])
                   for phi, g in ((0.5, 2.0), (0.9, 6.0), (0.2, 1.5))]
 
         def make(theta: np.ndarray) -> RingParams:
-            (cb, cs, col, lat_ratio, lat_inter, x_ratio, sigma, x_inter, srv, phi, g, two) = map(
+            (cb, cs, col, lat_ratio, lat_inter, x_ratio, sigma, x_inter, srv, phi, g, two, staging) = map(
                 float, theta[: self.N_FIXED])
             return RingParams(
                 compute_base_s=cb, compute_per_sample_s=cs, colocation_slowdown=col,
                 latency_intra_s=lat_ratio * lat_inter, latency_inter_s=lat_inter,
                 intra_transfer_s=x_ratio * x_inter, bus_share_exponent=sigma, inter_transfer_s=x_inter,
                 server_overhead_s=srv, overlap_fraction=phi, overlap_exponent=g, two_server_slowdown=two,
+                host_staging=staging,
                 compute_knots_bsz=tuple(knots), compute_knot_factors=tuple(np.exp(theta[self.N_FIXED:])))
 
         return Problem(lo, hi, starts, make, lambda theta: KNOT_PRIOR * theta[self.N_FIXED:])
@@ -145,6 +147,11 @@ class RingModel:
 
     def predict_compute(self, params, t):
         return compute_time_s(params, t.local_bsz, t.max_per_node)
+
+    def predict_both(self, params, t):
+        comp = compute_time_s(params, t.local_bsz, t.max_per_node)
+        ring = ring_time_s(params, t.num_replicas, t.num_nodes, t.max_per_node)
+        return overlapped_s(params, comp, ring), comp
 
     def from_dict(self, d):
         return RingParams.from_dict(d)
@@ -173,6 +180,9 @@ class PolluxModel:
 
     def predict_compute(self, params, t):
         return params.alpha_c + params.beta_c * np.asarray(t.local_bsz, dtype=float)
+
+    def predict_both(self, params, t):
+        return self.predict(params, t), self.predict_compute(params, t)
 
     def from_dict(self, d):
         return PolluxParams.from_dict(d)
@@ -214,15 +224,14 @@ def fit(model: StepModel, t: PlacementTable) -> FitResult:
     comp = measured_compute_s(t)
     has_comp = np.isfinite(comp)
     log_c = np.log(comp[has_comp])
-    t_comp = t.subset(has_comp)
 
     def residuals(theta: np.ndarray) -> np.ndarray:
         theta = np.clip(theta, lo, hi)
         params = prob.make(theta)
-        parts = [np.log(np.maximum(model.predict(params, t), 1e-12)) - log_y]
+        step, pc = model.predict_both(params, t)
+        parts = [np.log(np.maximum(step, 1e-12)) - log_y]
         if has_comp.any():
-            pc = model.predict_compute(params, t_comp)
-            parts.append(COMPUTE_WEIGHT * (np.log(np.maximum(pc, 1e-12)) - log_c))
+            parts.append(COMPUTE_WEIGHT * (np.log(np.maximum(pc[has_comp], 1e-12)) - log_c))
         parts.append(prob.prior(theta))
         return np.concatenate(parts)
 

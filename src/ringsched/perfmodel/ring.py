@@ -9,7 +9,8 @@ result broadcasts. Time is in seconds, sizes in bytes, bandwidth in bytes per se
     t_ring = 0                                                          if w == 1
            = 2 (w-1) lat_k + (w-1)/w * (2 x_k + reduce_s) + server_overhead_s * (k - 1)
     x_1    = d**sigma * intra_transfer_s                                (ring inside one server)
-    x_k    = max(c_k * inter_transfer_s [or rack_transfer_s], d**sigma * intra_transfer_s)   (k > 1)
+    x_k    = max(c_k * inter_transfer_s [or rack_transfer_s], D) + host_staging * D     (k > 1)
+    D      = d**sigma * intra_transfer_s
     c_k    = 1 + two_server_slowdown if k == 2 else 1
     smax_g(a, b) = (a**g + b**g) ** (1/g)
     eff(M) = exp(interp(log M, log compute_knots_bsz, log compute_knot_factors))   (1 without knots)
@@ -23,12 +24,16 @@ m / beta across servers (beta = bandwidth reserved for the job on each NIC it cr
 m / uplink share when the ring crosses racks. ``eff`` is the measured efficiency of the GPU's
 kernels at a batch size (tile quantisation and algorithm choice make compute time a ragged,
 not straight, function of the batch); ``two_server_slowdown`` is the fitted excess of rings
-over exactly two servers, whose two cross-server links join the same pair of NICs. Both are
-neutral (1 and 0) unless fitted from measurements. See docs/model.md.
+over exactly two servers, whose two cross-server links join the same pair of NICs;
+``host_staging`` is the share of the intra-server transfer that a cross-server hop pays on
+top (without GPUDirect RDMA, e.g. NCCL over TCP sockets, the data cross the server's PCIe
+fabric to host memory before the NIC sends them). All three are neutral (1, 0, 0) unless
+fitted from measurements. See docs/model.md.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -59,25 +64,27 @@ class RingParams(DictParams):
     overlap_exponent: float = 1.0
     reduce_s: float = 0.0
     two_server_slowdown: float = 0.0
+    host_staging: float = 0.0
     compute_knots_bsz: tuple[float, ...] = ()
     compute_knot_factors: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
+        # Plain-Python checks: the fit builds one of these per residual evaluation.
         for name in ("compute_knots_bsz", "compute_knot_factors"):  # JSON gives lists
             object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
-        knots, factors = np.array(self.compute_knots_bsz), np.array(self.compute_knot_factors)
+        knots, factors = self.compute_knots_bsz, self.compute_knot_factors
         if len(knots) != len(factors):
             raise ValueError("compute_knots_bsz and compute_knot_factors must have the same length")
-        if len(knots) and not (np.all(np.isfinite(knots)) and np.all(knots > 0) and np.all(np.diff(knots) > 0)):
+        if not all(math.isfinite(v) and v > 0 for v in knots) or any(b <= a for a, b in zip(knots, knots[1:])):
             raise ValueError("compute_knots_bsz must be positive and strictly increasing")
-        if len(factors) and not (np.all(np.isfinite(factors)) and np.all(factors > 0)):
+        if not all(math.isfinite(v) and v > 0 for v in factors):
             raise ValueError("compute_knot_factors must be finite positive numbers")
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if v is None or isinstance(v, tuple):
+        for name in _SCALARS:
+            v = getattr(self, name)
+            if v is None:
                 continue
-            if not np.isfinite(v) or v < 0:
-                raise ValueError(f"{f.name} must be a finite non-negative number, got {v!r}")
+            if not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
         if not 0.0 <= self.overlap_fraction <= 1.0:
             raise ValueError(f"overlap_fraction must lie in [0, 1], got {self.overlap_fraction}")
         if self.overlap_exponent < 1.0:
@@ -129,13 +136,20 @@ class RingParams(DictParams):
         )
 
 
+_SCALARS = tuple(f.name for f in fields(RingParams) if not f.name.startswith("compute_knot"))
+
+
 def smooth_max(a, b, g):
-    """(a^g + b^g)^(1/g) for a, b >= 0, computed without overflow or underflow."""
+    """(a^g + b^g)^(1/g) for a, b >= 0, computed without overflow or underflow.
+
+    As m * (1 + (lo/m)^g)^(1/g) with m = max, lo = min: (m/m)^g is exactly 1, so this is the
+    same number as the symmetric form, for one power fewer.
+    """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     m = np.maximum(a, b)
     safe = np.where(m > 0, m, 1.0)
-    return np.where(m > 0, safe * ((a / safe) ** g + (b / safe) ** g) ** (1.0 / g), 0.0)
+    return np.where(m > 0, safe * (1.0 + (np.minimum(a, b) / safe) ** g) ** (1.0 / g), 0.0)
 
 
 def batch_efficiency(p: RingParams, local_bsz):
@@ -168,7 +182,10 @@ def ring_time_s(p: RingParams, workers, servers, max_per_server, racks=1):
     if p.two_server_slowdown:
         cross = cross * np.where(k == 2, 1.0 + p.two_server_slowdown, 1.0)
     multi = k > 1
-    x = np.where(multi, np.maximum(cross, intra), intra)
+    hop = np.maximum(cross, intra)
+    if p.host_staging:
+        hop = hop + p.host_staging * intra
+    x = np.where(multi, hop, intra)
     lat = np.where(multi, p.latency_inter_s, p.latency_intra_s)
     t = 2.0 * (w - 1.0) * lat + frac * (2.0 * x + p.reduce_s) + p.server_overhead_s * np.maximum(k - 1.0, 0.0)
     return np.where(w > 1, t, 0.0)
@@ -184,9 +201,13 @@ def step_time_s(p: RingParams, local_bsz, workers, servers, max_per_server=None,
     if max_per_server is None:
         max_per_server = np.ceil(w / np.maximum(k, 1.0))
     comp = compute_time_s(p, local_bsz, max_per_server)
-    ring = ring_time_s(p, w, k, max_per_server, racks)
+    return overlapped_s(p, comp, ring_time_s(p, w, k, max_per_server, racks))
+
+
+def overlapped_s(p: RingParams, compute_s, ring_s):
+    """Step time from its compute and ring parts: the backward share phi hides communication."""
     phi = p.overlap_fraction
-    return (1.0 - phi) * comp + smooth_max(phi * comp, ring, p.overlap_exponent)
+    return (1.0 - phi) * compute_s + smooth_max(phi * compute_s, ring_s, p.overlap_exponent)
 
 
 def throughput_sps(p: RingParams, local_bsz, workers, servers, max_per_server=None, racks=1):

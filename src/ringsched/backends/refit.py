@@ -1,8 +1,8 @@
 """Online refit of a job type's step-time model from measured iteration times.
 
 A real run sees a handful of placement shapes per job type (one per attempt), far too few to
-calibrate the thirteen parameters (and batch knots) of ``perfmodel.ring`` the way ``perfmodel.fit`` does from a
-profile. So the refit is small and anchored: four factors, in log space, scale the prior's
+calibrate the thirteen parameters (and batch knots) of ``perfmodel.ring`` the way
+``perfmodel.fit`` does from a profile. So the refit is small and anchored: four factors, in log space, scale the prior's
 compute time, co-location slowdown, and intra- and inter-server transfer times; the data
 pull them by robust least squares on log step time (soft-L1, the same loss scale as
 ``perfmodel.fit``) and a weak penalty pulls each towards the prior, so a single measured

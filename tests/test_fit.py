@@ -174,3 +174,14 @@ def test_compute_measurement_ignores_missing_sync():
                        np.array([0.0, 0.0, 0.10, 0.5]))
     c = measured_compute_s(t)
     assert c[0] == pytest.approx(0.10) and np.isnan(c[1]) and c[2] == pytest.approx(0.20) and np.isnan(c[3])
+
+
+def test_parameter_files_from_before_the_new_terms_still_load():
+    """A PARAMS.json written before two_server_slowdown, host_staging and the knots existed
+    predicts exactly as the plain model: every new term defaults to neutral."""
+    old = {k: v for k, v in TRUE.to_dict().items()
+           if k not in ("two_server_slowdown", "host_staging", "compute_knots_bsz", "compute_knot_factors")}
+    model, params = load_fitted({"format": "ringsched-step-model/1", "model": "ring", "params": old})
+    t = synthetic(TRUE, SHAPES, BSZ, noise=0.0, seed=11)
+    assert np.array_equal(model.predict(params, t), step_time_s(TRUE, t.local_bsz, t.num_replicas, t.num_nodes,
+                                                                 t.max_per_node))

@@ -4,7 +4,8 @@
    are the same configuration measured again: NCCL builds its ring from the topology, not
    from the order of the string. Predicting each such row by the true mean of its group is
    the best any model of the placement can do; its error is estimated from the spread
-   within groups (leave-one-out deviations, rescaled to deviations from the mean).
+   within groups (deviations from the group mean, rescaled by sqrt(n / (n - 1)) to estimate
+   deviations from the true mean).
 2. Ablation. The `model fidelity` protocol (5 seeds, 25% of shapes fitted) with each of the
    calibration's parts turned off in turn: the compute target (step - sync), the
    batch-efficiency knots, the two-server slowdown, host staging, and the intra <= inter

@@ -2,12 +2,12 @@
 
 A real run sees a handful of placement shapes per job type (one per attempt), far too few to
 calibrate the thirteen parameters (and batch knots) of ``perfmodel.ring`` the way
-``perfmodel.fit`` does from a profile. So the refit is small and anchored: four factors, in log space, scale the prior's
-compute time, co-location slowdown, and intra- and inter-server transfer times; the data
-pull them by robust least squares on log step time (soft-L1, the same loss scale as
-``perfmodel.fit``) and a weak penalty pulls each towards the prior, so a single measured
-shape fixes the compute time without inventing a communication cost, and each new shape
-refines the rest. Deterministic: one start (the prior), a fixed iteration limit.
+``perfmodel.fit`` does from a profile. So the refit is small and anchored: four factors, in
+log space, scale the prior's compute time, co-location slowdown, and intra- and inter-server
+transfer times; the data pull them by robust least squares on log step time (soft-L1, the
+same loss scale as ``perfmodel.fit``) and a weak penalty pulls each towards the prior, so a
+single measured shape fixes the compute time without inventing a communication cost, and
+each new shape refines the rest. Deterministic: one start (the prior), a fixed iteration limit.
 """
 
 from __future__ import annotations

@@ -46,8 +46,9 @@ class StepModel(Protocol):
 
     def problem(self, t: PlacementTable) -> Problem: ...
     def predict(self, params, t: PlacementTable) -> np.ndarray: ...
-    def predict_compute(self, params, t: PlacementTable) -> np.ndarray: ...
-    def predict_both(self, params, t: PlacementTable) -> tuple[np.ndarray, np.ndarray]: ...
+    def predict_both(self, params, t: PlacementTable) -> tuple[np.ndarray, np.ndarray]:
+        """Step time and compute time of every row (the fit's two targets)."""
+        ...
     def from_dict(self, d: dict): ...
 
 
@@ -145,9 +146,6 @@ class RingModel:
     def predict(self, params, t):
         return step_time_s(params, t.local_bsz, t.num_replicas, t.num_nodes, t.max_per_node)
 
-    def predict_compute(self, params, t):
-        return compute_time_s(params, t.local_bsz, t.max_per_node)
-
     def predict_both(self, params, t):
         comp = compute_time_s(params, t.local_bsz, t.max_per_node)
         ring = ring_time_s(params, t.num_replicas, t.num_nodes, t.max_per_node)
@@ -178,11 +176,8 @@ class PolluxModel:
     def predict(self, params, t):
         return pollux_step_time_s(params, t.local_bsz, t.num_replicas, t.num_nodes)
 
-    def predict_compute(self, params, t):
-        return params.alpha_c + params.beta_c * np.asarray(t.local_bsz, dtype=float)
-
     def predict_both(self, params, t):
-        return self.predict(params, t), self.predict_compute(params, t)
+        return self.predict(params, t), params.alpha_c + params.beta_c * np.asarray(t.local_bsz, dtype=float)
 
     def from_dict(self, d):
         return PolluxParams.from_dict(d)

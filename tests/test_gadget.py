@@ -19,7 +19,8 @@ from ringsched.objectives.utility import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import JobState, Nodes
 from ringsched.policies.gadget.embed import embed
-from ringsched.policies.gadget.policy import Gadget, Oasis, Plan
+from ringsched.policies.gadget.book import Plan
+from ringsched.policies.gadget.policy import Gadget, Oasis
 from ringsched.policies.gadget.prices import PriceFunction
 from ringsched.simulator import SimConfig, Simulator
 
@@ -140,7 +141,7 @@ def test_top_up_grows_a_planned_job_and_gives_the_gpus_back_to_a_commitment():
     a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)
     n0 = nodes(c)
     g._ensure(n0, [a])
-    g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1))  # two GPUs for a long time
+    g.book.commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1))  # two GPUs for a long time
     out = g.optimize([a], n0, {})
     assert out["j0"] == (0,) * 8  # six idle GPUs lent on top of the two committed
     # later the lent GPUs stay while idle ...
@@ -148,7 +149,7 @@ def test_top_up_grows_a_planned_job_and_gives_the_gpus_back_to_a_commitment():
     assert out2["j0"] == (0,) * 8
     # ... and go back as soon as another job's plan needs them; the commitment stays whole
     b = JobState(job(1, 300.0, 4, 3600, c), 1, 3600.0)
-    g._commit("j1", Plan([(2, 20, (0, 0, 0, 0))], 6000.0, 1.0, 0.1))
+    g.book.commit("j1", Plan([(2, 20, (0, 0, 0, 0))], 6000.0, 1.0, 0.1))
     out3 = g.optimize([a, b], nodes(c, 600.0), {"j0": out["j0"]})
     assert out3["j1"] == (0,) * 4
     assert Counter((0, 0)) <= Counter(out3["j0"]) and len(out3["j0"]) <= 4
@@ -160,7 +161,7 @@ def test_top_up_waits_when_a_restart_cannot_pay():
     a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)
     n0 = nodes(c, restart_s=10_000.0)  # a restart costs more than the lookahead: never worth it
     g._ensure(n0, [a])
-    g._commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1))
+    g.book.commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1))
     assert g.optimize([a], n0, {})["j0"] == (0, 0)
     assert Gadget(top_up=False).p.top_up is False
 
@@ -171,7 +172,7 @@ def test_a_plan_starting_now_stays_where_its_job_already_runs():
     a = JobState(job(0, 0.0, 2, 3600, c), 0, 3600.0)
     n1 = nodes(c, 300.0)
     g._ensure(n1, [a])
-    g._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))  # planned on server 1 from slot 1
+    g.book.commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))  # planned on server 1 from slot 1
     out = g.optimize([a], n1, {"j0": (0, 0)})  # it already runs on lent GPUs of server 0
     assert out["j0"] == (0, 0) and g.plans["j0"].segments == [(1, 10, (0, 0))]
     used = g.ledger.window(1, 10)[0]
@@ -179,14 +180,14 @@ def test_a_plan_starting_now_stays_where_its_job_already_runs():
     # when its servers are committed to others in the segment, the job moves to its plan
     g2 = Gadget(top_up=False)
     g2._ensure(n1, [a])
-    g2._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))
-    g2._commit("other", Plan([(5, 8, (0, 0, 0))], 2400.0, 1.0, 0.1))
+    g2.book.commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))
+    g2.book.commit("other", Plan([(5, 8, (0, 0, 0))], 2400.0, 1.0, 0.1))
     b = JobState(job(1, 0.0, 3, 3600, c), 1, 3600.0)
     assert g2.optimize([a, b], n1, {"j0": (0, 0)})["j0"] == (1, 1)
     # and a different shape (a ring over two servers) is not a place to stay
     g3 = Gadget(top_up=False)
     g3._ensure(n1, [a])
-    g3._commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))
+    g3.book.commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))
     assert g3.optimize([a], n1, {"j0": (0, 2)})["j0"] == (1, 1)
 
 
@@ -202,10 +203,10 @@ def test_one_server_rings_pack_onto_the_fullest_server_within_the_slack():
     def placed(full_until: int = 0, **kw):
         g = Gadget(L=1e-3, U=10.0, work_conserving=False, **{"late_share": 0.0, **kw})
         g._ensure(nodes(c), [a])
-        g._commit("j1", Plan([(0, 50, (0,) * 5)], 15_000.0, 1.0, 0.1))  # server 0: 5 of 8 busy
-        g._commit("j2", Plan([(0, 50, (1,) * 2)], 15_000.0, 1.0, 0.1))  # server 1: 2 of 8 busy
+        g.book.commit("j1", Plan([(0, 50, (0,) * 5)], 15_000.0, 1.0, 0.1))  # server 0: 5 of 8 busy
+        g.book.commit("j2", Plan([(0, 50, (1,) * 2)], 15_000.0, 1.0, 0.1))  # server 1: 2 of 8 busy
         if full_until:  # every GPU committed until then: the job's plan starts later
-            g._commit("j9", Plan([(0, full_until, (0,) * 3 + (1,) * 6 + (2,) * 8)], 1.0, 1.0, 0.1))
+            g.book.commit("j9", Plan([(0, full_until, (0,) * 3 + (1,) * 6 + (2,) * 8)], 1.0, 1.0, 0.1))
         g.optimize([a, *others] + ([blocker] if full_until else []), nodes(c), {})
         return g.plans["j0"].segments[0], g
 
@@ -239,9 +240,24 @@ def test_policy_specs_carry_validated_options():
     assert (g.p.top_up, g.p.retry_backoff, g.p.lend_lookahead) == (False, 3, 8)
     assert parse_policies("fifo,gadget:admission=strict,pack_slack=1,oasis") == [
         "fifo", "gadget:admission=strict,pack_slack=1", "oasis"]
-    for bad in ("fifo:x=1", "gadget:nope=1", "gadget:pack_slack=abc", "gadget:admission=maybe", "gadget:L"):
+    for bad in ("fifo:x=1", "gadget:nope=1", "gadget:pack_slack=abc", "gadget:admission=maybe", "gadget:L",
+                "gadget:max_steps=0", "gadget:bounds=thoery", "gadget:L=5,U=1", "gadget:zeta=0", "gadget:zeta=1.5",
+                "gadget:tail_utility=1", "gadget:retry_every=0", "gadget:max_plans_per_slot=0",
+                "gadget:lend_lookahead=0", "gadget:retry_backoff=-1", "gadget:restart_s=-1", "gadget:U=-2",
+                "gadget:top_up_gain=-0.1", "gadget:energy_cost_per_gpu_s=-1", "oasis:nic_share=0"):
         with pytest.raises(InputError):
             parse_policy(bad)
+    with pytest.raises(InputError, match="did you mean max_steps"):
+        parse_policy("gadget:max_step=3")
+
+
+@pytest.mark.parametrize("spec,says", [("gadget:max_steps=0", "max_steps must be at least 1"),
+                                       ("gadget:bounds=thoery", "bounds must be one of"),
+                                       ("gadget:max_step=3", "unknown option 'max_step'")])
+def test_impossible_policy_options_are_one_clear_line_and_exit_2(cli, spec, says):
+    code, _, err = cli("simulate", "--trace", "synthetic:50", "--cluster", "2x8", "--policy", spec)
+    assert code == 2 and says in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_simulate_admission_strict_rejects_and_names_the_variant(cli):
@@ -301,9 +317,9 @@ def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
         current = ()
         if stay:
             current = tuple(sorted(rng.integers(0, S, size=min(j.max_workers, 8 * S)).tolist()))
-        win = g.window(n, slot, 40 * 3600.0)
-        bound = g.payoff_bounds(j, remaining, n, win).max(initial=-np.inf)
-        quick = g.quick_bound(j, remaining, n, slot, 40 * 3600.0)
+        win = g.planner.window(n, slot, 40 * 3600.0)
+        bound = g.bounds.payoff_bounds(j, remaining, n, win).max(initial=-np.inf)
+        quick = g.bounds.quick_bound(j, remaining, n, slot, 40 * 3600.0)
         plan = g.search(j, remaining, n, slot, horizon_end_s=40 * 3600.0, current=current, ran_before=stay)
         if plan is not None:
             tol = 1e-9 * max(1.0, abs(plan.payoff))
@@ -359,10 +375,10 @@ def test_max_rate_is_the_fastest_shape_also_with_a_per_server_overhead():
     for w in (2, 5, 8, 16):
         shapes = [(w, k, d) for k in range(1, min(w, 8) + 1) for d in range(-(-w // k), min(w, 8) + 1)
                   if (k == 1) == (d == w) and d * k >= w]
-        fastest = max(g._plan_rate(n, j, *sh) for sh in shapes)
-        assert g._max_rate(n, j, w) >= fastest * (1 - 1e-12), w
-        k2 = g._plan_rate(n, j, w, 2, -(-w // 2)) if w > 1 else 0.0
-        widest = g._plan_rate(n, j, w, min(w, 8), -(-w // min(w, 8))) if w > 1 else 0.0
+        fastest = max(g.planner.plan_rate(n, j, *sh) for sh in shapes)
+        assert g.planner.max_rate(n, j, w) >= fastest * (1 - 1e-12), w
+        k2 = g.planner.plan_rate(n, j, w, 2, -(-w // 2)) if w > 1 else 0.0
+        widest = g.planner.plan_rate(n, j, w, min(w, 8), -(-w // min(w, 8))) if w > 1 else 0.0
         if w >= 8:
             assert k2 > widest  # the case the old rule missed
 
@@ -417,11 +433,11 @@ def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed()
     g._ensure(nodes(c), [js])
     plan = g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=g._horizon_end(js, nodes(c)))
     start, _, pl = plan.segments[0]
-    g._commit("j0", plan)
+    g.book.commit("j0", plan)
     s = pl[0]
-    g._commit("jx", Plan([(start - 1, start, (s,) * 8)], 1.0, 1.0, 0.1))  # the slot before the plan: full
+    g.book.commit("jx", Plan([(start - 1, start, (s,) * 8)], 1.0, 1.0, 0.1))  # the slot before the plan: full
     assert start >= 1
-    g._commit_early_runs({"j0": pl}, 0, nodes(c))
+    g.book.commit_early_runs({"j0": pl}, 0, nodes(c))
     assert g.plans["j0"].segments[0][0] == start
 
 

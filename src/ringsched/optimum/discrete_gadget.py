@@ -39,7 +39,7 @@ import numpy as np
 from ringsched.optimum.instance import DiscreteJob, Instance
 from ringsched.policies.gadget.embed import embed
 from ringsched.policies.gadget.plan import best_contiguous, best_plan
-from ringsched.policies.gadget.policy import worker_menu
+from ringsched.policies.gadget.params import worker_menu
 from ringsched.policies.gadget.prices import PriceFunction
 
 NIC_TOL = 1e-9

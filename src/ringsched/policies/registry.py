@@ -8,6 +8,7 @@ class's ``Params`` dataclass (GADGET's and OASiS' ``GadgetParams``), e.g.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 
 from ringsched.errors import InputError
 from ringsched.specs import coerce
@@ -51,9 +52,13 @@ def parse_policy(spec: str) -> tuple[str, dict]:
         for item in items:
             key, eq, val = item.partition("=")
             key = key.strip()
-            if not eq or key not in fields:
-                raise InputError(f"policy {spec}: {item!r} is not key=value with key one of "
-                                 f"{', '.join(fields)}", field="policy")
+            if not eq:
+                raise InputError(f"policy {spec}: {item!r} is not key=value", field="policy")
+            if key not in fields:
+                close = difflib.get_close_matches(key, fields, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise InputError(f"policy {spec}: unknown option {key!r}{hint}; options: {', '.join(fields)}",
+                                 field="policy")
             opts[key] = coerce(val.strip(), fields[key].type, key=key, owner=f"policy {spec}", field="policy")
         try:
             params(**opts)

@@ -1,0 +1,276 @@
+"""GADGET's work-conserving lending: GPUs the ledger leaves idle in the current slot go to jobs
+with nothing committed in it, then on top of planned jobs' placements when that pays for the
+restarts (``work_conserving``, ``top_up``). Lending reads the ledger and never writes it: no
+commitment is touched (``CommitmentBook.commit_early_runs`` may commit a lent run afterwards)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ringsched.embedding import consolidated, counts_to_placement
+from ringsched.policies.gadget.book import CommitmentBook
+from ringsched.policies.gadget.params import GadgetParams, worker_menu
+
+
+@dataclass
+class IdleCapacity:
+    """Per server: GPUs idle in this slot (``now_free``) and idle over the whole lookahead too
+    (``free``, at most ``now_free``), and the same for the NIC share. Lending takes from it.
+    The fields are numpy arrays, or Python lists inside the per-job loop (``as_lists``): that
+    loop reads and writes single servers, which lists do several times faster."""
+
+    free: object
+    now_free: object
+    bfree: object
+    now_bfree: object
+    nic_share: float
+
+    @classmethod
+    def of(cls, ledger, capacity: np.ndarray, slot: int, lookahead: int, nic_share: float) -> "IdleCapacity":
+        used_g, used_b = ledger.window(slot, slot + lookahead)
+        return cls(free=np.maximum(capacity - used_g.max(axis=1), 0), now_free=np.maximum(capacity - used_g[:, 0], 0),
+                   bfree=1.0 - used_b.max(axis=1), now_bfree=1.0 - used_b[:, 0], nic_share=nic_share)
+
+    def as_lists(self) -> "IdleCapacity":
+        return IdleCapacity(self.free.tolist(), self.now_free.tolist(), self.bfree.tolist(), self.now_bfree.tolist(),
+                            self.nic_share)
+
+    def assign(self, other: "IdleCapacity") -> None:
+        """Write ``other``'s values (lists) back into these arrays."""
+        for name in ("free", "now_free", "bfree", "now_bfree"):
+            getattr(self, name)[:] = getattr(other, name)
+
+    def fits_now(self, pairs: tuple, multi: bool) -> bool:
+        """Whether a placement's GPUs (and NIC share, if it crosses servers) are idle in this slot."""
+        if not multi:
+            s, c = pairs[0]
+            return self.now_free[s] >= c
+        nic = self.nic_share
+        return all(self.now_free[s] >= c and self.now_bfree[s] >= nic for s, c in pairs)
+
+    def take_now(self, pairs: tuple, multi: bool) -> int:
+        """Lend a placement's GPUs in this slot (``free`` stays at most ``now_free``); returns the
+        change of ``free``'s total."""
+        free, now_free, bfree, now_bfree = self.free, self.now_free, self.bfree, self.now_bfree
+        nic = self.nic_share
+        change = 0
+        for s, c in pairs:
+            now_free[s] -= c
+            if free[s] > now_free[s]:
+                change += int(now_free[s] - free[s])
+                free[s] = now_free[s]
+            if multi:
+                now_bfree[s] -= nic
+                if bfree[s] > now_bfree[s]:
+                    bfree[s] = now_bfree[s]
+        return change
+
+    def take_for_lookahead(self, pairs: tuple, multi: bool) -> None:
+        """Lend a placement taken from what stays idle over the lookahead."""
+        for s, c in pairs:
+            self.free[s] -= c
+            self.now_free[s] -= c
+            if multi:
+                self.bfree[s] -= self.nic_share
+
+    def take_extra(self, extra: np.ndarray, new_srv) -> None:
+        """Lend ``extra`` GPUs per server on top of a placement (arrays); ``new_srv``: the servers
+        that newly need the ring's NIC share (None: the ring stays on one server)."""
+        self.now_free -= extra
+        np.minimum(self.free, self.now_free, out=self.free)
+        if new_srv is not None:
+            self.now_bfree[new_srv] -= self.nic_share
+            np.minimum(self.bfree, self.now_bfree, out=self.bfree)
+
+
+def _nic_need(own: np.ndarray, counts: np.ndarray, base_multi: bool) -> tuple[np.ndarray, bool]:
+    """Servers that need a NIC share they do not hold when a ring on ``own`` grows to
+    ``counts``, and whether the grown ring crosses servers."""
+    multi = bool((counts > 0).sum() > 1)
+    need = (counts > 0) & (own == 0) if base_multi else (counts > 0)
+    return need, multi
+
+
+class Lender:
+    """Lends idle GPUs slot by slot; remembers each job's speed alone (fixed per job)."""
+
+    def __init__(self, p: GadgetParams, book: CommitmentBook):
+        self.p = p
+        self.book = book
+        self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
+
+    def clear_speeds(self) -> None:
+        self._alone.clear()
+
+    def lend(self, jobs, nodes, slot: int, out: dict, previous, running_plan) -> None:
+        """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first; what
+        is still idle then tops up planned jobs (``top_up``)."""
+        idle_cap = IdleCapacity.of(self.book.ledger, nodes.capacity, slot, self.p.lend_lookahead, self.p.nic_share)
+        if idle_cap.now_free.sum() == 0:
+            return
+        idle = [js for js in jobs if js.job_id not in out]
+        if idle_cap.free.sum() == 0:  # nothing stays free: only planned jobs can start early (where their plan runs)
+            idle = [js for js in idle if js.job_id in self.book.plans]
+        if idle:
+            self._lend_idle(idle, nodes, out, previous, idle_cap)
+        if self.p.top_up and idle_cap.now_free.sum() > 0:
+            self._top_up(running_plan, nodes, out, previous, idle_cap)
+
+    def _order(self, idle, nodes) -> np.ndarray:
+        """Idle jobs by remaining time alone at their widest size, then arrival, then index."""
+        now = nodes.now_s
+
+        def fixed(js):  # (speed at its widest consolidated size, arrival, index): fixed per job
+            r = self._alone[js.job_id] = (max(nodes.throughput_sps(js, js.job.max_workers), 1e-12),
+                                          js.job.arrival_s, js.index)
+            return r
+
+        get = self._alone.get
+        meta = np.array([get(js.job_id) or fixed(js) for js in idle])
+        # (JobState.remaining_at, inlined: this runs for every idle job at every decision)
+        rem = np.array([max(0.0, (w := js.job.work_samples) - min(w, js.done_samples + js.rate_sps *
+                                                                   max(0.0, now - js.run_from_s))) for js in idle])
+        return np.lexsort((meta[:, 2], meta[:, 1], rem / meta[:, 0]))
+
+    def _lend_idle(self, idle, nodes, out: dict, previous, idle_cap: IdleCapacity) -> None:
+        """Lend to jobs with nothing committed in this slot (``idle_cap`` is updated)."""
+        nic = self.p.nic_share
+        order = self._order(idle, nodes)
+        cap = idle_cap.as_lists()
+        free_total = sum(cap.free)
+        now_total = sum(cap.now_free)
+        sparse = self.book.sparse
+        for i in order.tolist():
+            if now_total == 0:
+                break  # nothing left to lend in this slot
+            js = idle[i]
+            prev = previous.get(js.job_id, ())
+            plan = self.book.plans.get(js.job_id)
+            if plan is not None:
+                # a planned job starts early where its plan will run it (no move later): its
+                # own reservations are what the lookahead would see there, so check this slot
+                first = plan.first_placement
+                _, _, multi, pairs = sparse(first)
+                if cap.fits_now(pairs, multi):
+                    out[js.job_id] = first
+                    free_total += cap.take_now(pairs, multi)
+                    now_total -= len(first)
+                    continue
+                # its planned servers are busy now: lend it others until its plan starts
+            if free_total < js.job.min_workers:
+                continue
+            if prev:
+                # where it runs on lent GPUs now, it stays while they are idle in this slot: a
+                # commitment due later takes them back then, and moving earlier gains nothing
+                _, _, multi, pairs = sparse(prev)
+                if cap.fits_now(pairs, multi):
+                    out[js.job_id] = prev
+                    free_total += cap.take_now(pairs, multi)
+                    now_total -= len(prev)
+                    continue
+            # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
+            # lent GPUs may be taken back next slot, and a spread ring is slow anyway
+            w = min(js.job.max_workers, max(max(cap.free), js.job.min_workers))
+            free_arr = np.array(cap.free, dtype=np.int64)
+            while w >= js.job.min_workers:
+                pl = consolidated(w, free_arr)
+                if pl is not None:
+                    _, _, multi, pairs = sparse(pl)
+                    if not multi or all(cap.bfree[s] >= nic for s, _ in pairs):
+                        out[js.job_id] = pl
+                        cap.take_for_lookahead(pairs, multi)
+                        free_total = sum(cap.free)
+                        now_total -= w
+                        break
+                w -= 1
+        idle_cap.assign(cap)
+
+    def _top_up(self, running_plan, nodes, out: dict, previous, cap: IdleCapacity) -> None:
+        """Idle GPUs on top of a planned job's committed placement, shortest job first.
+
+        The job keeps every GPU of its plan (the commitment is untouched) and gains lent ones,
+        placed on its own servers first. A top-up starts only on GPUs that stay uncommitted for
+        the lookahead and only when, counting a restart to grow and one to shrink back, it
+        gains ``top_up_gain`` of the job's progress over the lookahead (or finishes the job
+        sooner within it); it lasts while its lent GPUs stay uncommitted. This is what makes
+        GADGET work-conserving at light load and lets jobs grow when others finish early."""
+        if not running_plan:
+            return
+        now = nodes.now_s
+        S = cap.free.size
+        nic = self.p.nic_share
+        cands = sorted(running_plan, key=lambda js: (
+            js.remaining_at(now) / max(nodes.throughput_sps(js, len(out[js.job_id])), 1e-12),
+            js.job.arrival_s, js.index))
+        for js in cands:
+            if cap.now_free.sum() == 0:
+                break
+            jid, base = js.job_id, out[js.job_id]
+            own = np.bincount(np.asarray(base), minlength=S)
+            base_multi = (own > 0).sum() > 1
+            prev = previous.get(jid, ())
+            if len(prev) > len(base):  # topped up before: keep it while the lent GPUs stay idle
+                extra = np.bincount(np.asarray(prev), minlength=S) - own
+                new_srv, multi = _nic_need(own, own + extra, base_multi)
+                if np.all(extra >= 0) and np.all(extra <= cap.now_free) and \
+                        (not multi or np.all(cap.now_bfree[new_srv] >= nic - 1e-12)):
+                    out[jid] = prev
+                    cap.take_extra(extra, new_srv if multi else None)
+                    continue
+            best = self._best_top_up(js, base, own, base_multi, nodes, cap)
+            if best is not None:
+                _, counts, extra, new_srv = best
+                out[jid] = counts_to_placement(counts)
+                cap.take_extra(extra, new_srv)
+
+    def _best_top_up(self, js, base: tuple, own: np.ndarray, base_multi: bool, nodes, cap: IdleCapacity):
+        """(gain, counts, extra, new NIC servers) of the best top-up of a planned job, or None."""
+        now = nodes.now_s
+        restart = self.p.restart_for(nodes)
+        window = self.p.lend_lookahead * nodes.slot_s
+        S = own.size
+        nic = self.p.nic_share
+        speed = nodes.speed
+
+        def rate(counts):
+            return speed.throughput_sps(js.job.model, js.job.local_bsz, speed.shape(counts_to_placement(counts)))
+
+        avail = np.minimum(cap.free, cap.now_free)
+        room = int(avail.sum())
+        if room == 0:
+            return None
+        rem = js.remaining_at(now)
+        r0 = rate(own)
+        if r0 <= 0 or rem <= 0:
+            return None
+        t_old = rem / r0
+        if t_old <= restart + nodes.slot_s:
+            return None  # nearly done: a restart cannot pay
+        best = None
+        order = np.lexsort((np.arange(S), -avail, own == 0))  # own servers, then the emptiest
+        for w in worker_menu(len(base) + 1, min(js.job.max_workers, len(base) + room)):
+            need = w - len(base)
+            extra = np.zeros(S, dtype=np.int64)
+            for s_ in order:
+                if need == 0:
+                    break
+                t_ = min(int(avail[s_]), need)
+                extra[s_] += t_
+                need -= t_
+            if need:
+                continue
+            counts = own + extra
+            new_srv, multi = _nic_need(own, counts, base_multi)
+            if multi and not np.all(np.minimum(cap.bfree, cap.now_bfree)[new_srv] >= nic - 1e-12):
+                continue
+            r1 = rate(counts)
+            t_new = restart + rem / r1
+            if t_new <= window:  # done while lent
+                gain = (t_old - t_new) / t_old
+            else:  # progress over the window, less a restart to grow and one to shrink back
+                gain = (r1 * (window - restart) - r0 * restart) / (r0 * window) - 1.0
+            if gain >= self.p.top_up_gain and (best is None or gain > best[0]):
+                best = (gain, counts, extra, new_srv if multi else None)
+        return best

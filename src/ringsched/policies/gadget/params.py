@@ -1,0 +1,169 @@
+"""GADGET's tunables, validated as a whole, and what is derived from them and the workload:
+the worker-count menu, a job's utility horizon and the price bounds L and U."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ringsched.job import Job
+from ringsched.perfmodel.speed import consolidated_shape
+
+ADMISSIONS = ("deferred", "strict")
+BOUND_RULES = ("workload", "theory")
+
+
+@dataclass(frozen=True)
+class GadgetParams:
+    """Tunables; None means "derived from the workload" (docs/theory.md, parameters)."""
+
+    admission: str = "deferred"  # "deferred" or "strict"
+    L: float | None = None  # lowest utility per unit of resource a plan can earn
+    U: float | None = None  # highest utility per unit of one resource
+    zeta: float = 1.0  # usage share at which the price reaches U
+    bounds: str = "workload"  # how L is derived: "theory" (condition A2, loose) or "workload" (docs/theory.md)
+    nic_share: float = 0.5  # beta = nic_share x NIC bandwidth, reserved on each NIC a ring crosses
+    restart_s: float | None = None  # checkpoint-restart cost a plan expects when a job moves (None: the world's, Nodes.restart_s)
+    max_steps: int = 48  # plan-search steps; a longer horizon is planned in blocks of slots
+    tail_utility: float = 0.02  # plans complete before the utility falls below this share of its maximum
+    retry_every: int = 3  # deferred jobs are offered again every this many slots (or when resources free up)
+    retry_backoff: int = 0  # ... doubling that after each failed re-offer, at most this many times
+    max_plans_per_slot: int = 16
+    bound_first: bool = True  # test a cheap payoff bound before each search (same decisions, faster)
+    work_conserving: bool = True
+    near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
+    # the chosen plan (its worker count and embedding) starts as late as its payoff stays within
+    # this share of the job's utility of the best; 0: off (docs/theory.md section 9: it leaves
+    # the near slots to later arrivals, a large gain on overloaded traces, a small loss on some)
+    late_share: float = 0.2
+    # a planned job running early on lent GPUs (its plan's first placement, or one of the same
+    # shape) gets its plan started there now when the ledger has room (new plans then do not
+    # displace it)
+    commit_early_runs: bool = True
+    lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
+    top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
+    top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
+    # a one-server plan that starts within its window's first pack_within steps moves to the
+    # fullest server that hosts it, costing up to pack_slack x its utility more (0: off;
+    # docs/theory.md section 9: packing later plans too loses utility under load)
+    pack_slack: float = 100.0
+    pack_within: int = 3
+    # objectives (docs/objectives.md, energy): utility per second a busy GPU costs, and per second
+    # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
+    energy_cost_per_gpu_s: float = 0.0
+    server_cost_per_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for problem in self.problems():
+            raise ValueError(problem)
+
+    def problems(self) -> list[str]:
+        """Every option with an impossible value, as one sentence each (empty: all valid)."""
+        out = []
+
+        def need(ok: bool, text: str) -> None:
+            if not ok:
+                out.append(text)
+
+        need(self.admission in ADMISSIONS, f"admission must be one of {', '.join(ADMISSIONS)}, got {self.admission!r}")
+        need(self.bounds in BOUND_RULES, f"bounds must be one of {', '.join(BOUND_RULES)}, got {self.bounds!r}")
+        for name in ("L", "U"):
+            v = getattr(self, name)
+            need(v is None or _positive(v), f"{name} must be a positive number, got {v}")
+        if _positive(self.L) and _positive(self.U):
+            need(self.U > self.L, f"U must exceed L, got L={self.L}, U={self.U}")
+        need(0 < self.zeta <= 1, f"zeta must lie in (0, 1], got {self.zeta}")
+        need(0 < self.nic_share <= 1, f"nic_share must lie in (0, 1], got {self.nic_share}")
+        need(self.restart_s is None or _non_negative(self.restart_s), f"restart_s must be >= 0, got {self.restart_s}")
+        need(0 < self.tail_utility < 1, f"tail_utility must lie in (0, 1), got {self.tail_utility}")
+        for name in ("max_steps", "retry_every", "max_plans_per_slot", "lend_lookahead"):
+            v = getattr(self, name)
+            need(v >= 1, f"{name} must be at least 1, got {v}")
+        for name in ("retry_backoff", "pack_within"):
+            v = getattr(self, name)
+            need(v >= 0, f"{name} must be at least 0, got {v}")
+        for name in ("near_payoff", "late_share", "top_up_gain", "pack_slack", "energy_cost_per_gpu_s",
+                     "server_cost_per_s"):
+            v = getattr(self, name)
+            need(_non_negative(v), f"{name} must be a non-negative number, got {v}")
+        return out
+
+    def restart_for(self, nodes) -> float:
+        """The restart cost a plan expects: the option, else the world's."""
+        return self.restart_s if self.restart_s is not None else nodes.restart_s
+
+
+def _positive(v) -> bool:
+    return v is not None and math.isfinite(v) and v > 0
+
+
+def _non_negative(v) -> bool:
+    return math.isfinite(v) and v >= 0
+
+
+def worker_menu(lo: int, hi: int) -> list[int]:
+    """Worker counts a plan may use: powers of two in [lo, hi], plus both bounds."""
+    if lo > hi:
+        return []
+    ws = {lo, hi}
+    p = 1
+    while p <= hi:
+        if p >= lo:
+            ws.add(p)
+        p *= 2
+    return sorted(ws)
+
+
+def job_menu(job: Job, limit: int) -> list[int]:
+    """The menu of ``job`` on a cluster of ``limit`` GPUs."""
+    return worker_menu(job.min_workers, min(job.max_workers, limit))
+
+
+def utility_horizon_s(job: Job, tail: float) -> float:
+    """The JCT at which the job's utility has fallen to ``tail`` of its maximum (capped at 60 days)."""
+    u0 = float(job.utility.max_value)
+    cap = 60 * 86400.0
+    if u0 <= 0 or float(job.utility(cap)) > tail * u0:
+        return cap
+    inverse = getattr(job.utility, "jct_at_value", None)
+    if inverse is not None:  # closed form (the sigmoid): no bisection at every arrival
+        return min(cap, inverse(tail * u0))
+    lo, hi = 0.0, cap
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if float(job.utility(mid)) > tail * u0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def derive_bounds(p: GadgetParams, ring_aware: bool, jobs, cluster, speed=None,
+                  slot_s: float = 300.0) -> tuple[float, float]:
+    """(L, U) per the theorem's conditions (docs/theory.md), from the workload.
+
+    U (A1): the most utility per unit of ONE resource a plan can claim: a job's whole
+    utility over the smallest share of one server's GPUs (one GPU) or NIC (the ring's share)
+    it can take in one slot. L (A2): the least utility per unit of resource any plan in the
+    search window earns: the tail utility over the largest demand (the widest allocation for
+    the whole window). Prices run from 0 on an idle server to U on a full one."""
+    from ringsched.perfmodel.speed import SpeedModel
+
+    speed = speed or SpeedModel(cluster)
+    o = int(cluster.gpus.max())
+    min_share = min(1.0 / o, p.nic_share) if ring_aware else 1.0 / o
+    u_max = max(float(j.utility.max_value) for j in jobs)
+    lo = []
+    for j in jobs:
+        w = min(j.max_workers, cluster.total_gpus)
+        shape = consolidated_shape(w, o)
+        per_slot = w / o + (p.nic_share * shape[1] if ring_aware and shape[1] > 1 else 0.0)
+        if p.bounds == "theory":
+            h = utility_horizon_s(j, p.tail_utility)
+            lo.append(p.tail_utility * float(j.utility.max_value) / (per_slot * max(h / slot_s, 1.0)))
+        else:  # "workload": the density of each job's own fastest plan
+            t_iso = j.work_samples / speed.throughput_sps(j.model, j.local_bsz, shape)
+            lo.append(float(j.utility.max_value) / (per_slot * max(t_iso / slot_s, 1.0)))
+    U = u_max / min_share
+    L = min(max(min(lo), U * 1e-12), U / 2)
+    return L, U

@@ -29,6 +29,9 @@ def job(i, arrival, gpus, seconds, cluster, *, tenant="", elastic=False, model="
 
 
 def run(jobs, cluster, policy, **cfg):
+    """The hand-computed scenarios below are stated in the slotted world (decisions at slot
+    boundaries only); tests/test_simulator.py covers deciding at events."""
+    cfg.setdefault("decide_at_events", False)  # (the default; explicit so a flip of it does not move them)
     pol = make_policy(policy) if isinstance(policy, str) else policy
     return Simulator(jobs, cluster, pol, SimConfig(**cfg)).run().jobs.set_index("job_id")
 
@@ -313,7 +316,7 @@ def test_a_policy_instance_can_be_run_twice(name):
 def test_every_policy_on_a_random_workload(name):
     c = parse_spec("4x8")
     jobs = random_jobs(c, 200, seed=11, span_s=24 * 3600)
-    cfg = dict(slot_s=600, mtbf_h=48.0, mttr_h=1.0, contention=True, seed=2)
+    cfg = dict(slot_s=600, mtbf_h=48.0, mttr_h=1.0, contention=True, seed=2, decide_at_events=True)
     r = run(jobs, c, name, **cfg)
     assert len(r) == 200 and set(r.status) <= {"completed", "waiting", "rejected"}
     too_big = (r.requested_gpus if make_policy(name).rigid else r.min_workers) > 32

@@ -33,9 +33,25 @@ def run(jobs, cluster, policy="fifo", **cfg):
                      SimConfig(**cfg)).run()
 
 
-def test_single_job_starts_at_the_next_boundary_and_finishes_exactly():
+def test_single_job_starts_at_its_arrival_and_finishes_exactly():
     c = parse_spec("2x8")
-    r = run([job(0, 10, 4, 1000.0, c)], c, slot_s=300)
+    r = run([job(0, 10, 4, 1000.0, c)], c, slot_s=300, decide_at_events=True)
+    row = r.jobs.iloc[0]
+    assert row.first_start_s == 10.0 and row.finish_s == pytest.approx(1010.0, rel=1e-9)
+    assert row.jct_s == pytest.approx(1000.0, rel=1e-9) and row.ftf_rho == pytest.approx(1.0)
+    assert r.summary["gpu_utilization"] == pytest.approx(4000.0 / (16 * 1000.0))
+
+
+def test_completion_frees_gpus_for_the_next_job_at_once():
+    c = parse_spec("1x8")
+    jobs = [job(0, 0, 8, 100.0, c), job(1, 0, 8, 100.0, c)]
+    r = run(jobs, c, slot_s=300, decide_at_events=True)
+    assert r.jobs.finish_s.tolist() == pytest.approx([100.0, 200.0])
+
+
+def test_slotted_world_single_job_starts_at_the_next_boundary_and_finishes_exactly():
+    c = parse_spec("2x8")
+    r = run([job(0, 10, 4, 1000.0, c)], c, slot_s=300, decide_at_events=False)
     row = r.jobs.iloc[0]
     assert row.status == "completed"
     assert row.first_start_s == 300.0
@@ -53,17 +69,17 @@ def test_idle_time_is_skipped_not_stepped():
     assert r.jobs.finish_s.tolist() == pytest.approx([100.0, 10 * 86400 + 100.0])
 
 
-def test_completion_inside_a_slot_frees_gpus_at_the_next_boundary():
+def test_slotted_world_completion_inside_a_slot_frees_gpus_at_the_next_boundary():
     c = parse_spec("1x8")
     jobs = [job(0, 0, 8, 100.0, c), job(1, 0, 8, 100.0, c)]
-    r = run(jobs, c, slot_s=300)
+    r = run(jobs, c, slot_s=300, decide_at_events=False)
     assert r.jobs.finish_s.tolist() == pytest.approx([100.0, 400.0])
 
 
 def test_preemption_costs_a_restart_and_is_counted():
     c = parse_spec("1x8")
     long_, short = job(0, 0, 8, 3000.0, c), job(1, 200, 8, 100.0, c)
-    r = run([long_, short], c, "srtf", slot_s=300, restart_s=30)
+    r = run([long_, short], c, "srtf", slot_s=300, restart_s=30, decide_at_events=False)
     a, b = r.jobs.set_index("job_id").loc["j0"], r.jobs.set_index("job_id").loc["j1"]
     assert b.first_start_s == 300.0 and b.finish_s == pytest.approx(400.0)
     # j0: 300 s of work, stopped at 300, resumed at 600 after 30 s restart: 2700 s left.
@@ -128,6 +144,76 @@ def test_failures_lose_work_since_the_checkpoint_and_every_job_still_completes()
     pd.testing.assert_frame_equal(r.jobs, again.jobs)
 
 
+# ------------------------------------------------------------------ fair metrics
+
+@settings(max_examples=40, deadline=None)
+@given(lo=st.integers(1, 16), extra=st.integers(0, 24), model=st.sampled_from(["resnet50", "vgg16", "bert", "ncf"]),
+       spec=st.sampled_from(["1x4", "2x8", "4x8,nic_Gbps=10"]), bsz=st.sampled_from([16, 64]))
+def test_isolated_time_is_the_fastest_run_alone_over_every_size(lo, extra, model, spec, bsz):
+    from ringsched.simulator.metrics import isolated_run_s
+
+    c = parse_spec(spec)
+    j = Job("j", 0.0, model, bsz, 1e6, lo, lo + extra, U)
+    sp = SpeedModel(c)
+    sizes = range(min(lo, c.total_gpus), min(lo + extra, c.total_gpus) + 1)
+    each = [j.work_samples / sp.throughput_sps(model, bsz, consolidated_shape(w, int(c.gpus.max()))) for w in sizes]
+    assert isolated_run_s(j, c, sp) == pytest.approx(min(each), rel=1e-12)
+    r = Simulator([j], c, make_policy("optimus"), SimConfig()).run()
+    assert (r.jobs.ftf_rho.dropna() >= 1.0 - 1e-9).all()  # (nan: min_workers > the cluster, rejected)
+
+
+def test_a_rejected_job_is_charged_in_every_headline_metric():
+    c = parse_spec("1x8")
+    small, big = job(0, 500, 1, 1000.0, c), job(1, 0, 16, 100.0, c)
+    alone = run([small], c, decide_at_events=True)
+    both = run([small, big], c, decide_at_events=True)
+    assert both.summary["rejected"] == 1 and both.summary["completed"] == 1
+    iso_big = both.jobs.set_index("job_id").loc["j1", "isolated_s"]
+    # the rejected job counts with the later of the run's end and its isolated time
+    assert iso_big < 1500.0  # so it is charged the run's end: 1,500 s after its arrival
+    assert both.summary["mean_jct_s"] == pytest.approx((1000.0 + 1500.0) / 2)
+    assert both.summary["mean_jct_s"] > alone.summary["mean_jct_s"]
+    assert both.summary["p99_jct_s"] >= alone.summary["p99_jct_s"]
+    assert both.summary["worst_ftf_rho"] >= 1.0 and both.summary["jain_index"] < 1.0
+    assert both.summary["total_utility"] == pytest.approx(alone.summary["total_utility"])
+    assert both.summary["mean_jct_completed_s"] == pytest.approx(1000.0)
+
+
+def test_unfinished_jobs_are_charged_to_the_horizon():
+    c = parse_spec("1x8")
+    r = run([job(0, 0, 8, 10_000.0, c), job(1, 100, 8, 1000.0, c)], c, horizon_s=3000.0, decide_at_events=True)
+    # j0 runs to the horizon (charged 10,000 s, its isolated time), j1 never starts (3,000 - 100)
+    assert r.summary["completed"] == 0
+    assert r.summary["mean_jct_s"] == pytest.approx((10_000.0 + 2900.0) / 2)
+    assert r.summary["gpu_utilization"] == pytest.approx(1.0)
+
+
+def test_busy_period_excludes_idle_gaps_and_the_tail_of_jobs_nobody_runs():
+    c = parse_spec("1x8")
+
+    class OnlyFirst(Policy):  # runs j0 and j2, never j1
+        name = "only-first-test"
+
+        def optimize(self, jobs, nodes, previous_allocations):
+            return {js.job_id: (0,) * 8 for js in jobs if js.job_id != "j1"}
+
+    jobs = [job(0, 0, 8, 1000.0, c), job(2, 50_000, 8, 1000.0, c), job(1, 60_000, 8, 1000.0, c)]
+    r = run(jobs, c, OnlyFirst(), decide_at_events=True)
+    s = r.summary
+    assert s["busy_period_s"] == pytest.approx(2000.0)  # the gap and j1's endless wait excluded
+    assert s["gpu_utilization_busy"] == pytest.approx(1.0)
+    assert s["gpu_utilization"] == pytest.approx(16_000.0 / (8 * (s["simulated_s"] - 0.0)))
+
+
+def test_deciding_at_events_never_delays_a_job_compared_with_slots():
+    c = parse_spec("2x8")
+    rng = np.random.default_rng(4)
+    jobs = [job(i, float(rng.uniform(0, 3000)), 8, float(rng.uniform(100, 900)), c) for i in range(6)]
+    ev = run(jobs, c, "fifo", slot_s=600, decide_at_events=True).jobs
+    sl = run(jobs, c, "fifo", slot_s=600, decide_at_events=False).jobs
+    assert (ev.jct_s <= sl.jct_s + 1e-9).all() and ev.jct_s.mean() < sl.jct_s.mean()
+
+
 # ------------------------------------------------------------------ invariants
 
 def replay(result, cluster, cfg: SimConfig):
@@ -159,6 +245,10 @@ def replay(result, cluster, cfg: SimConfig):
         for p in current.values():
             np.add.at(used, list(p), 1)
         assert (used <= cluster.gpus).all(), f"over capacity at t={t}"
+    end = result.summary["simulated_s"]
+    for jid, p in current.items():  # still running when the run stopped (the horizon)
+        j = jobs.loc[jid]
+        processed[jid] += sp.throughput_sps(j.model, int(j.local_bsz), sp.shape(p)) * max(0.0, end - since[jid])
     return processed, current
 
 
@@ -171,15 +261,24 @@ def replay(result, cluster, cfg: SimConfig):
     restart_s=st.sampled_from([0.0, 30.0]),
     spec=st.sampled_from(["1x4", "2x8", "3x4,racks=3"]),
     mtbf=st.sampled_from([None, 5.0]),
+    horizon=st.sampled_from([None, 1800.0, 7200.0]),
+    events=st.booleans(),
 )
-def test_invariants_on_random_workloads(n, seed, policy, slot_s, restart_s, spec, mtbf):
+def test_invariants_on_random_workloads(n, seed, policy, slot_s, restart_s, spec, mtbf, horizon, events):
     c = parse_spec(spec)
     rng = np.random.default_rng(seed)
     jobs = [job(i, float(rng.uniform(0, 5000)), int(rng.integers(1, c.total_gpus + 2)),
                 float(rng.lognormal(7, 1)), c, elastic=bool(rng.integers(2)))
             for i in range(n)]
-    cfg = SimConfig(slot_s=slot_s, restart_s=restart_s, mtbf_h=mtbf, seed=seed)
+    cfg = SimConfig(slot_s=slot_s, restart_s=restart_s, mtbf_h=mtbf, seed=seed, horizon_s=horizon,
+                    decide_at_events=events)
     r = Simulator(jobs, c, make_policy(policy), cfg).run()
+    # utilisation is a share of the GPUs, over the whole span and over the busy period
+    assert 0.0 <= r.summary["gpu_utilization"] <= 1.0 + 1e-9
+    assert r.summary["gpu_utilization"] <= r.summary["gpu_utilization_busy"] + 1e-9 <= 1.0 + 2e-9
+    # nobody finishes faster than alone on the empty cluster at its best size
+    assert (r.jobs.ftf_rho.dropna() >= 1.0 - 1e-9).all()
+    assert r.summary["worst_ftf_rho"] is None or r.summary["worst_ftf_rho"] >= 1.0 - 1e-9
     js = r.jobs
     # no job lost: every job ends completed, waiting or rejected; the latter two say why
     assert set(js.status) <= {"completed", "waiting", "rejected"}

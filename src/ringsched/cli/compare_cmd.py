@@ -332,6 +332,7 @@ def compare(
     mttr: float = w.MttrOpt,
     contention: bool = w.ContentionOpt,
     horizon_s: float = w.HorizonSOpt,
+    estimates: str = w.EstimatesOpt,
     workers: int = w.WorkersOpt,
 ) -> None:
     """Run several policies on the same trace and cluster in parallel; table, files and an HTML report."""
@@ -340,7 +341,7 @@ def compare(
     names = w.parse_policies(policies)
     objective = w.check_objective(objective)
     sim_kwargs = w.sim_config_kwargs(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
-                                     mttr=mttr, contention=contention, horizon_s=horizon_s)
+                                     mttr=mttr, contention=contention, horizon_s=horizon_s, estimates=estimates)
     wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,
                          skip_bad_rows=skip_bad_rows)
     wl.report_bad_rows(err)

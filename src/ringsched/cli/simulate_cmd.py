@@ -84,6 +84,7 @@ def simulate(
     contention: bool = typer.Option(False, "--contention", help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world."),
     horizon_s: float = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting."),
     objective: str = w.ObjectiveOpt,
+    estimates: str = w.EstimatesOpt,
     out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, summary.json here."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
 ) -> None:
@@ -91,6 +92,7 @@ def simulate(
     from ringsched.objectives.registry import parse_objective, run_with_objective
     from ringsched.policies.registry import parse_policy
     from ringsched.simulator import SimConfig
+    from ringsched.simulator.estimates import parse_estimates
 
     t0 = time.perf_counter()
     if admission is not None:
@@ -99,7 +101,8 @@ def simulate(
     obj = parse_objective(objective)
     try:
         cfg = SimConfig(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf_h=mtbf,
-                        mttr_h=mttr, contention=contention, seed=seed, horizon_s=horizon_s)
+                        mttr_h=mttr, contention=contention, seed=seed, horizon_s=horizon_s,
+                        estimates=parse_estimates(estimates))
     except ValueError as e:
         raise InputError(str(e), field="options") from None
     wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,

@@ -200,6 +200,7 @@ def sweep(
     mttr: float = w.MttrOpt,
     contention: bool = w.ContentionOpt,
     horizon_s: float = w.HorizonSOpt,
+    estimates: str = w.EstimatesOpt,
     workers: int = w.WorkersOpt,
 ) -> None:
     """Sweep policies over load factors, cluster sizes and seeds; plots with confidence intervals."""
@@ -219,7 +220,7 @@ def sweep(
     seed_list = _seeds(seeds)
     clusters = list(dict.fromkeys(cluster or ["16x8"]))
     sim_kwargs = w.sim_config_kwargs(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
-                                     mttr=mttr, contention=contention, horizon_s=horizon_s)
+                                     mttr=mttr, contention=contention, horizon_s=horizon_s, estimates=estimates)
     # validate the inputs here, once, so bad input is one line and exit 2 before any worker starts
     for i, cl in enumerate(clusters):
         wl = _workload(trace, cl, vc, window, limit, seed_list[0], rigid, skip_bad_rows)

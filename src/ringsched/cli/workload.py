@@ -73,15 +73,19 @@ ObjectiveOpt = typer.Option("jct", "--objective",
                             help="Objective NAME[,key=value...]: jct, deadline, energy, fairness or convergence "
                                  "(docs/objectives.md); judges every policy and drives GADGET's decisions.")
 WorkersOpt = typer.Option(None, "--workers", min=1, help="Worker processes (default: min(runs, CPU count)).")
+EstimatesOpt = typer.Option("exact", "--estimates",
+                            help="What policies know of each job's work: exact, lognormal:SIGMA or user:FACTOR "
+                                 "(docs/metrics.md); the world runs the true work.")
 
 
 def sim_config_kwargs(*, slot_s: float, restart_s: float, checkpoint_s: float, mtbf: float | None,
-                      mttr: float, contention: bool, horizon_s: float | None) -> dict:
+                      mttr: float, contention: bool, horizon_s: float | None, estimates: str = "exact") -> dict:
     """The simulator options as ``SimConfig`` keyword arguments (without the seed), validated."""
     from ringsched.simulator import SimConfig
+    from ringsched.simulator.estimates import parse_estimates
 
     kw = dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf_h=mtbf, mttr_h=mttr,
-              contention=contention, horizon_s=horizon_s)
+              contention=contention, horizon_s=horizon_s, estimates=parse_estimates(estimates).spec())
     try:
         SimConfig(**kw)
     except ValueError as e:

@@ -29,6 +29,10 @@ from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
 class JobState:
     """A job as the scheduler sees it while it is active: static facts plus progress so far.
 
+    Under estimated durations (``SimConfig.estimates``) ``job.work_samples`` is the world's
+    estimate, not the truth, and so are ``remaining_at`` and ``isolated_s``: the simulator
+    keeps the true work to itself and re-estimates a job that reaches its estimate unfinished.
+
     Progress is stored lazily: ``done_samples`` at time ``mark_s``, then ``rate_sps`` samples
     per second from ``run_from_s`` (after any restart delay), so nothing needs updating while
     a job runs undisturbed. Use the ``*_at(now_s)`` methods to read current values.
@@ -61,7 +65,7 @@ class JobState:
         self.ckpt_samples = 0.0
         self.ckpt_anchor_s = job.arrival_s
         self.version = 0
-        self.isolated_s = isolated_s  # JCT alone on an empty cluster at max_workers (Themis' rho)
+        self.isolated_s = isolated_s  # fastest run alone on the empty cluster, of the work shown (Themis' rho)
         self.lost_samples = 0.0
         self.extra: dict = {}  # scratch space a policy may keep per job (e.g. Tiresias' queue)
 
@@ -157,6 +161,15 @@ class Policy(ABC):
         """When nothing runs and nothing happens, the caller stops unless the policy names a
         later time at which it will act (e.g. a plan that starts then). Default: none."""
         return None
+
+    def on_reestimate(self, job_id: str) -> None:
+        """The job outlived its estimate and now carries a new one (``js.job.work_samples``);
+        a policy that planned with the old one re-plans here. Default: nothing to do."""
+
+    def stats(self) -> dict[str, float]:
+        """Optional figures of the policy's own (e.g. the share of GPU-time under committed
+        plans); the simulator puts them in the summary under ``policy_stats``. Default: none."""
+        return {}
 
     def demand(self, js: JobState) -> int:
         """Workers a rigid policy gives a job."""

@@ -1,7 +1,11 @@
-"""FIFO: first come, first served, at the requested size, never preempting.
+"""FIFO: first come, first served, at the requested size, never preempting, backfilling.
 
-Strict head-of-line order (no backfilling): a job that does not fit blocks those behind it,
-as in a plain FIFO queue. Placement is consolidated.
+Jobs are served in arrival order; a job that does not fit in the free GPUs now is passed over
+and the jobs behind it are offered the GPUs (backfilling), as the FIFO baselines of the
+Tiresias and Alibaba PAI simulators and Blox's FIFO do: the head of the queue never leaves
+GPUs idle that a later job could use. Running jobs keep their servers; new ones are placed
+consolidated. Strict head-of-line FIFO, where the first job that does not fit blocks all
+behind it, is ``fifo-strict`` (fifo_strict.py).
 """
 
 from __future__ import annotations
@@ -18,4 +22,4 @@ class Fifo(Policy):
     def optimize(self, jobs, nodes, previous_allocations):
         # jobs arrive in arrival order; a generator keeps a long queue from being walked
         order = ((js, self.demand(js)) for js in jobs)
-        return allocate_in_order(order, nodes, previous_allocations, preemptive=False, backfill=False)
+        return allocate_in_order(order, nodes, previous_allocations, preemptive=False, backfill=True)

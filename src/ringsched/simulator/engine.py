@@ -37,9 +37,11 @@ import numpy as np
 from ringsched.cluster.model import Cluster
 from ringsched.job import Job
 from ringsched.objectives.energy import EnergyModel
-from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
+from ringsched.perfmodel.speed import Placement, SpeedModel
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.contention import fair_shares
+from ringsched.simulator.estimates import Estimates, estimates_from_text, reestimate
+from ringsched.simulator.metrics import isolated_run_s
 from ringsched.simulator.result import SimResult, build_result
 
 
@@ -57,12 +59,22 @@ class SimConfig:
     contention: bool = False
     seed: int = 0
     horizon_s: float | None = None
+    # decide at arrivals and completions too, not only at slot boundaries (docs/metrics.md):
+    # a job's JCT then does not include a wait for the next boundary. Off by default until the
+    # tests of GADGET and of the objectives, stated in the slotted world, are restated; the
+    # suite (experiment/suite.py) turns it on
+    decide_at_events: bool = False
+    # what policies know of each job's work (docs/metrics.md, "Duration knowledge"); a spec
+    # text (exact | lognormal:SIGMA | user:FACTOR) is parsed
+    estimates: Estimates | str = field(default_factory=Estimates)
     energy: EnergyModel = field(default_factory=EnergyModel)
     # stop_rule(job_state, now_s) -> True: the job is done early (objectives' convergence);
     # evaluated at every slot boundary while jobs run, before the policy decides
     stop_rule: Callable[[JobState, float], bool] | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.estimates, str):
+            object.__setattr__(self, "estimates", estimates_from_text(self.estimates))
         for name in ("slot_s", "checkpoint_s", "mttr_h"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
@@ -89,7 +101,15 @@ class Simulator:
         self.speed = speed or SpeedModel(cluster)
         self.progress = progress
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival_s, jobs[i].job_id))
-        self.states = [JobState(jobs[i], n, self._isolated_s(jobs[i])) for n, i in enumerate(order)]
+        true_jobs = [jobs[i] for i in order]
+        # The world's truth, kept here and never on anything a policy is shown: the work each
+        # job really needs and its isolated time. Policies see Jobs carrying the estimate.
+        self._work = [j.work_samples for j in true_jobs]
+        self._isolated = [self._isolated_s(j) for j in true_jobs]
+        shown = self.cfg.estimates.apply(true_jobs, self.cfg.seed)
+        self.first_estimate = [j.work_samples for j in shown]
+        self.states = [JobState(j, n, self._isolated_s(j)) for n, j in enumerate(shown)]
+        self.reestimates = [0] * len(shown)
         ids = [js.job_id for js in self.states]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique")
@@ -104,6 +124,7 @@ class Simulator:
         self._fail_heap: list[tuple[float, int, str]] = []
         self._rng = np.random.default_rng(self.cfg.seed)
         self._last_acc_s = 0.0
+        self.last_busy_s: float | None = None  # the last time any GPU was held
         self.busy_gpu_s = 0.0
         self.powered_server_s = 0.0
         self.powered_gpu_s = 0.0
@@ -117,15 +138,25 @@ class Simulator:
 
     # ---------------------------------------------------------------- helpers
     def _isolated_s(self, job: Job) -> float:
-        w = min(job.max_workers, self.cluster.total_gpus)
-        tput = self.speed.throughput_sps(job.model, job.local_bsz,
-                                         consolidated_shape(w, int(self.cluster.gpus.max())))
-        return job.work_samples / tput
+        return isolated_run_s(job, self.cluster, self.speed)
 
     def _boundary_after(self, t: float) -> float:
         """The first slot boundary >= t."""
         s = self.cfg.slot_s
         return math.ceil(t / s - 1e-12) * s
+
+    def _boundary_past(self, t: float) -> float:
+        """The first slot boundary > t."""
+        s = self.cfg.slot_s
+        return (math.floor(t / s + 1e-12) + 1) * s
+
+    def _decision_at(self, t: float, x: float) -> float:
+        """When the engine next decides, now ``t``, for something that happens at ``x``: at
+        ``x`` itself when deciding at events, else at the first boundary at or after it (and at
+        least a slot after ``t``)."""
+        if self.cfg.decide_at_events:
+            return max(x, t)
+        return max(t + self.cfg.slot_s, self._boundary_after(x))
 
     def _accumulate(self, t: float) -> None:
         dt = t - self._last_acc_s
@@ -135,6 +166,8 @@ class Simulator:
             self.busy_gpu_s += busy * dt
             self.powered_server_s += int(powered.sum()) * dt
             self.powered_gpu_s += int(self.cluster.gpus[powered].sum()) * dt
+            if busy:
+                self.last_busy_s = t
             self._last_acc_s = t
 
     def _materialize(self, js: JobState, t: float) -> None:
@@ -155,9 +188,11 @@ class Simulator:
             js.ckpt_anchor_s = at
 
     def _push_completion(self, js: JobState) -> None:
+        """The job's next event: completion, or reaching its estimate first (re-estimation)."""
         js.version += 1
         if js.rate_sps > 0:
-            c = js.run_from_s + (js.job.work_samples - js.done_samples) / js.rate_sps
+            until = min(js.job.work_samples, self._work[js.index])
+            c = js.run_from_s + (until - js.done_samples) / js.rate_sps
             heapq.heappush(self._done_heap, (c, js.index, js.version))
 
     def _rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> float:
@@ -314,7 +349,15 @@ class Simulator:
         js = self.states[idx]
         self._accumulate(c)
         self._materialize(js, c)
-        js.done_samples = js.job.work_samples
+        if js.job.work_samples < self._work[idx]:  # outlived its estimate: not done yet
+            js.done_samples = js.job.work_samples
+            js.job = reestimate(js.job)
+            js.isolated_s = self._isolated_s(js.job)
+            self.reestimates[idx] += 1
+            self._push_completion(js)
+            self.policy.on_reestimate(js.job_id)
+            return
+        js.done_samples = self._work[idx]
         self._release(js.placement)
         self.alloc.pop(js.job_id, None)
         self.changes.append((c, js.job_id, ""))
@@ -360,10 +403,10 @@ class Simulator:
         wall0 = time.perf_counter()
         states = self.states
         n_jobs = len(states)
-        slot = self.cfg.slot_s
         horizon = self.cfg.horizon_s if self.cfg.horizon_s is not None else math.inf
         nxt = 0  # next arrival (index into states)
-        t0 = self._boundary_after(states[0].job.arrival_s) if states else 0.0
+        first = states[0].job.arrival_s if states else 0.0
+        t0 = first if self.cfg.decide_at_events else self._boundary_after(first)
         self._last_acc_s = t0
         if self.cfg.mtbf_h is not None:
             for s in range(self.cluster.num_servers):
@@ -377,20 +420,8 @@ class Simulator:
             while t <= horizon:
                 if self.cfg.stop_rule is not None and self.active and self._stop_early(t):
                     changed = True
-                # arrivals up to this boundary: admission
-                nodes = None
-                while nxt < n_jobs and states[nxt].job.arrival_s <= t:
-                    js = states[nxt]
-                    nxt += 1
-                    nodes = nodes or Nodes(self.cluster, self.up.copy(), t, slot, self.speed, self.cfg.restart_s)
-                    reason = self.policy.admit(js.job, nodes)
-                    if reason is None:
-                        js.status = "active"
-                        self.active[js.job_id] = js
-                    else:
-                        js.status, js.reason = "rejected", reason
-                        self.finished += 1
-                    changed = True
+                nxt, admitted = self._admit_arrivals(nxt, t)
+                changed = changed or admitted
                 if self.active and (changed or self.policy.periodic):
                     self._decide(t)
                 changed = False
@@ -401,42 +432,80 @@ class Simulator:
                     if w - last_report > 0.1:
                         last_report = w
                         self.progress(t, self.finished, n_jobs)
-                # the next boundary at which something can change
-                cands = []
-                if nxt < n_jobs:
-                    cands.append(max(t + slot, self._boundary_after(states[nxt].job.arrival_s)))
-                if self.active and (self.policy.periodic or (self.cfg.stop_rule is not None and self.alloc)):
-                    cands.append(t + slot)
-                ev = self._next_event()
-                if ev is not None:
-                    cands.append(max(t + slot, self._boundary_after(ev[0])))
-                if not cands or (not self.alloc and nxt >= n_jobs and self.up.all()):
-                    wake = self.policy.wakeup_s(t, slot) if self.active else None
-                    if wake is None or wake <= t:
-                        break  # nothing runs and nothing can happen: the rest wait forever
-                    cands.append(self._boundary_after(wake))
-                b = min(cands)
+                b = self._next_decision(t, nxt)
+                if b is None:
+                    break  # nothing runs and nothing can happen: the rest wait forever
                 if b > horizon:
+                    self._events_until(t, horizon, nxt, stop_at_first=False)
                     self._accumulate(horizon)
                     t = horizon
                     break
-                while ev is not None and ev[0] <= b:
-                    if ev[1] == "done":
-                        self._complete()
-                    else:
-                        self._server_event()
-                    changed = True
-                    b = min(b, max(t + slot, self._boundary_after(ev[0])))
-                    ev = self._next_event()
-                    if not self.active and nxt >= n_jobs:
-                        break
+                b, changed = self._events_until(t, b, nxt)
                 self._accumulate(b)
                 t = b
                 if not self.active and nxt >= n_jobs:
-                    break
+                    break  # every job has finished
         except KeyboardInterrupt:
             self.interrupted = True
-        end_s = t
+        return self._finish(t, nxt, horizon, wall0)
+
+    def _admit_arrivals(self, nxt: int, t: float) -> tuple[int, bool]:
+        """Admit (or reject) the jobs that arrived by ``t``; (next arrival, any arrived)."""
+        states, n_jobs = self.states, len(self.states)
+        nodes = None
+        arrived = False
+        while nxt < n_jobs and states[nxt].job.arrival_s <= t:
+            js = states[nxt]
+            nxt += 1
+            nodes = nodes or Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed, self.cfg.restart_s)
+            reason = self.policy.admit(js.job, nodes)
+            if reason is None:
+                js.status = "active"
+                self.active[js.job_id] = js
+            else:
+                js.status, js.reason = "rejected", reason
+                self.finished += 1
+            arrived = True
+        return nxt, arrived
+
+    def _next_decision(self, t: float, nxt: int) -> float | None:
+        """The next time at which something can change (None: nothing ever will)."""
+        cands = []
+        if nxt < len(self.states):
+            cands.append(self._decision_at(t, self.states[nxt].job.arrival_s))
+        if self.active and (self.policy.periodic or (self.cfg.stop_rule is not None and self.alloc)):
+            cands.append(self._boundary_past(t))
+        ev = self._next_event()
+        if ev is not None:
+            cands.append(self._decision_at(t, ev[0]))
+        if not cands or (not self.alloc and nxt >= len(self.states) and self.up.all()):
+            wake = self.policy.wakeup_s(t, self.cfg.slot_s) if self.active else None
+            if wake is None or wake <= t:
+                return None
+            cands.append(self._boundary_after(wake))
+        return min(cands)
+
+    def _events_until(self, t: float, b: float, nxt: int, *, stop_at_first: bool = True) -> tuple[float, bool]:
+        """Process completions, re-estimations, failures and repairs up to ``b``: (the time of
+        the next decision, ``b`` or earlier when an event asks for one; whether any happened).
+        ``stop_at_first=False`` processes every event up to ``b`` (the horizon)."""
+        ev = self._next_event()
+        happened = False
+        while ev is not None and ev[0] <= b:
+            happened = True
+            if ev[1] == "done":
+                self._complete()
+            else:
+                self._server_event()
+            if stop_at_first:
+                b = min(b, self._decision_at(t, ev[0]))
+            ev = self._next_event()
+            if not self.active and nxt >= len(self.states):
+                break
+        return b, happened
+
+    def _finish(self, end_s: float, nxt: int, horizon: float, wall0: float) -> SimResult:
+        """Label the jobs left over with why, and build the result."""
         for js in self.active.values():
             self._materialize(js, max(end_s, js.mark_s))
             js.status = "waiting"
@@ -444,8 +513,8 @@ class Simulator:
                          "unfinished at the horizon" if end_s >= horizon else
                          f"never scheduled by {self.policy.name}" if js.first_start_s is None else
                          f"stopped and never resumed by {self.policy.name}")
-        for js in states[nxt:]:
+        for js in self.states[nxt:]:
             js.status, js.reason = "waiting", "not yet arrived when the run stopped"
         if self.progress is not None:
-            self.progress(end_s, self.finished, n_jobs)
+            self.progress(end_s, self.finished, len(self.states))
         return build_result(self, end_s, time.perf_counter() - wall0)

@@ -37,22 +37,25 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
     rows = []
     for js in sim.states:
         j = js.job
+        i = js.index
         done = js.status == "completed"
         jct = js.finish_s - j.arrival_s if done else np.nan
+        iso = sim._isolated[i]  # noqa: SLF001 - the world's truth, never shown to the policy
         rows.append((
             j.job_id, j.tenant, j.model, j.arrival_s, j.requested_gpus, j.min_workers, j.max_workers,
-            j.local_bsz, j.work_samples, js.done_samples, js.status, js.reason,
+            j.local_bsz, sim._work[i], sim.first_estimate[i], sim.reestimates[i],  # noqa: SLF001
+            js.done_samples, js.status, js.reason,
             np.nan if js.first_start_s is None else js.first_start_s,
             js.finish_s if done else np.nan, jct,
             (js.first_start_s - j.arrival_s) if js.first_start_s is not None else np.nan,
-            js.attained_gpu_s, js.isolated_s, jct / js.isolated_s if done else np.nan,
+            js.attained_gpu_s, iso, jct / iso if done else np.nan,
             float(j.utility(jct)) if done else 0.0, float(j.utility.max_value),
             js.preemptions, js.restarts, js.failures, js.lost_samples, bool(js.extra.get("stopped_early", False)),
         ))
     cols = ["job_id", "tenant", "model", "arrival_s", "requested_gpus", "min_workers", "max_workers",
-            "local_bsz", "work_samples", "done_samples", "status", "reason", "first_start_s",
-            "finish_s", "jct_s", "queue_s", "gpu_s", "isolated_s", "ftf_rho", "utility",
-            "max_utility", "preemptions", "restarts", "failures", "lost_samples", "stopped_early"]
+            "local_bsz", "work_samples", "estimated_work_samples", "reestimates", "done_samples", "status",
+            "reason", "first_start_s", "finish_s", "jct_s", "queue_s", "gpu_s", "isolated_s", "ftf_rho",
+            "utility", "max_utility", "preemptions", "restarts", "failures", "lost_samples", "stopped_early"]
     jobs = pd.DataFrame.from_records(rows, columns=cols)
     for c in ("job_id", "tenant", "model", "status", "reason"):
         jobs[c] = jobs[c].astype("string")
@@ -61,9 +64,11 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
     changes["job_id"] = changes["job_id"].astype("string")
     changes["placement"] = changes["placement"].astype("string")
     summary = {"policy": sim.policy.name, "cluster": sim.cluster.describe(), "total_gpus": sim.cluster.total_gpus,
-               "seed": sim.cfg.seed, "slot_s": sim.cfg.slot_s}
+               "seed": sim.cfg.seed, "slot_s": sim.cfg.slot_s, "decide_at_events": sim.cfg.decide_at_events,
+               "estimates": sim.cfg.estimates.spec()}
     summary.update(summarize(jobs, total_gpus=sim.cluster.total_gpus, powered_server_s=sim.powered_server_s,
-                             powered_gpu_s=sim.powered_gpu_s, energy=sim.cfg.energy))
+                             powered_gpu_s=sim.powered_gpu_s, end_s=end_s, last_busy_s=sim.last_busy_s,
+                             energy=sim.cfg.energy))
     summary["lost_work_share"] = (float(jobs["lost_samples"].sum() / jobs["work_samples"].sum())
                                   if len(jobs) else 0.0)
     summary.update({
@@ -71,9 +76,13 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
         "decisions": sim.decisions,
         "mean_decision_ms": 1e3 * sim.decision_wall_s / sim.decisions if sim.decisions else 0.0,
         "simulated_s": end_s,
+        "last_busy_s": sim.last_busy_s,
         "powered_server_s": sim.powered_server_s,
         "powered_gpu_s": sim.powered_gpu_s,
         "interrupted": sim.interrupted,
         "wall_s": wall_s,
     })
+    stats = sim.policy.stats()
+    if stats:
+        summary["policy_stats"] = stats
     return SimResult(jobs, timeline, changes, summary)

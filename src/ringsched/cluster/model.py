@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ringsched.errors import InputError
+from ringsched.validation.bounds import LIMITS, Bound
+from ringsched.validation.keyvalue import key_values
 
 # Documented defaults (docs/cluster.md): an 8-GPU NVLink server with a 100 Gb/s NIC.
 DEFAULT_INTRA_BPS = 150e9  # achievable per-GPU NVLink all-reduce bandwidth, bytes/s
@@ -109,38 +111,35 @@ class Cluster:
 
 
 _SPEC = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*$")
-_KEYS = {
-    "intra_GBps": "intra-server bandwidth, GB/s",
-    "nic_Gbps": "NIC bandwidth, Gb/s",
-    "racks": "number of racks (servers split evenly)",
-    "oversub": "rack uplink oversubscription (uplink = servers per rack x NIC / oversub)",
-    "latency_intra_us": "per-step latency inside a server, microseconds",
-    "latency_inter_us": "per-step latency across servers, microseconds",
+_BW, _LAT = LIMITS["bandwidth_Bps"], LIMITS["latency_s"]
+# key -> (meaning, bound in the key's unit)
+_KEYS: dict[str, tuple[str, Bound]] = {
+    "intra_GBps": ("intra-server bandwidth, GB/s", _BW.scaled(1e-9, "GB/s")),
+    "nic_Gbps": ("NIC bandwidth, Gb/s", _BW.scaled(8e-9, "Gb/s")),
+    "racks": ("number of racks (servers split evenly)", LIMITS["racks"]),
+    "oversub": ("rack uplink oversubscription (uplink = servers per rack x NIC / oversub)", LIMITS["oversub"]),
+    "latency_intra_us": ("per-step latency inside a server, microseconds", _LAT.scaled(1e6, "us")),
+    "latency_inter_us": ("per-step latency across servers, microseconds", _LAT.scaled(1e6, "us")),
 }
+
+
+def _size(spec: str) -> tuple[int, int]:
+    m = _SPEC.match(spec.split(",")[0])
+    if not m:
+        raise InputError(f"bad cluster spec {spec!r}: expected NxG (e.g. 16x8) or a YAML file", field="cluster")
+    n = LIMITS["servers"].parse(m.group(1), field="cluster", what=f"cluster {spec!r}: servers")
+    g = LIMITS["server_gpus"].parse(m.group(2), field="cluster", what=f"cluster {spec!r}: GPUs per server")
+    if LIMITS["total_gpus"].problem(n * g):
+        raise InputError(f"cluster {spec!r} has {n * g:,} GPUs; at most {LIMITS['total_gpus'].hi:,.0f}",
+                         field="cluster")
+    return n, g
 
 
 def parse_spec(spec: str) -> Cluster:
     """``NxG[,key=value...]`` -> Cluster. Keys: see ``_KEYS`` and docs/cluster.md."""
-    head, *opts = [p.strip() for p in spec.split(",")]
-    m = _SPEC.match(head)
-    if not m:
-        raise InputError(f"bad cluster spec {spec!r}: expected NxG (e.g. 16x8) or a YAML file", field="cluster")
-    n, g = int(m.group(1)), int(m.group(2))
-    if n < 1 or g < 1:
-        raise InputError(f"impossible cluster {spec!r}: need at least 1 server of at least 1 GPU", field="cluster")
-    vals: dict[str, float] = {}
-    for opt in opts:
-        key, sep, raw = opt.partition("=")
-        key = key.strip()
-        if not sep or key not in _KEYS:
-            raise InputError(f"unknown cluster option {opt!r}; known: {', '.join(_KEYS)}", field="cluster")
-        try:
-            v = float(raw)
-        except ValueError:
-            raise InputError(f"cluster option {key} must be a number, got {raw.strip()!r}", field="cluster") from None
-        if not np.isfinite(v) or v <= 0:
-            raise InputError(f"cluster option {key} must be positive, got {raw.strip()!r}", field="cluster")
-        vals[key] = v
+    n, g = _size(spec)
+    texts = key_values(spec.split(",")[1:], _KEYS, what=f"cluster {spec!r}", field="cluster")
+    vals = {k: _KEYS[k][1].parse(v, field="cluster", what=f"cluster option {k}") for k, v in texts.items()}
     intra = vals.get("intra_GBps", DEFAULT_INTRA_BPS / 1e9) * 1e9
     nic = vals.get("nic_Gbps", DEFAULT_NIC_BPS * 8 / 1e9) * 1e9 / 8
     n_racks = int(vals.get("racks", 0))

@@ -1,4 +1,4 @@
-"""The YAML form of a cluster, validated with pydantic; errors name the file and field.
+"""The YAML form of a cluster, validated with pydantic; errors name the file, line and field.
 
     latency_intra_s: 5.0e-6        # optional, defaults as in cluster.model
     latency_inter_s: 2.5e-5
@@ -7,17 +7,23 @@
     servers:
       - {count: 4, gpus: 8, intra_Bps: 1.5e11, nic_Bps: 1.25e10, rack: r0}
       - {name: big, gpus: 16}
+
+Every number is bounded (``validation.bounds.LIMITS``, docs/cluster.md); unknown and
+duplicate keys, unknown racks and repeated names are refused.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ringsched.cluster import model as cm
 from ringsched.errors import InputError
+from ringsched.validation.bounds import LIMITS
+from ringsched.validation.pydantic_errors import input_error
+from ringsched.validation.yaml_doc import YamlDoc, location, read_yaml
+
+_Bandwidth = LIMITS["bandwidth_Bps"].pydantic(float)
+_Latency = LIMITS["latency_s"].pydantic(float)
 
 
 class _Strict(BaseModel):
@@ -26,50 +32,64 @@ class _Strict(BaseModel):
 
 class ServerGroup(_Strict):
     name: str | None = None
-    count: PositiveInt = 1
-    gpus: PositiveInt
-    intra_Bps: PositiveFloat = cm.DEFAULT_INTRA_BPS
-    nic_Bps: PositiveFloat = cm.DEFAULT_NIC_BPS
+    count: LIMITS["servers"].pydantic(int) = 1
+    gpus: LIMITS["server_gpus"].pydantic(int)
+    intra_Bps: _Bandwidth = cm.DEFAULT_INTRA_BPS
+    nic_Bps: _Bandwidth = cm.DEFAULT_NIC_BPS
     rack: str | None = None
 
 
 class RackSpec(_Strict):
     name: str
-    uplink_Bps: PositiveFloat
+    uplink_Bps: _Bandwidth
 
 
 class ClusterSpec(_Strict):
     servers: list[ServerGroup] = Field(min_length=1)
     racks: list[RackSpec] = []
-    latency_intra_s: float = Field(cm.DEFAULT_LATENCY_INTRA_S, ge=0, allow_inf_nan=False)
-    latency_inter_s: float = Field(cm.DEFAULT_LATENCY_INTER_S, ge=0, allow_inf_nan=False)
-    reduction_Bps: float = Field(cm.DEFAULT_REDUCTION_BPS, ge=0, allow_inf_nan=False)
+    latency_intra_s: _Latency = cm.DEFAULT_LATENCY_INTRA_S
+    latency_inter_s: _Latency = cm.DEFAULT_LATENCY_INTER_S
+    reduction_Bps: LIMITS["reduction_Bps"].pydantic(float) = cm.DEFAULT_REDUCTION_BPS
 
 
-def _loc(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+def _fail(doc: YamlDoc, msg: str, loc: tuple) -> InputError:
+    return InputError(msg, file=doc.file, row=doc.line_of(loc), field=location(loc))
+
+
+def _check_names(spec: ClusterSpec, doc: YamlDoc) -> None:
+    """Unique rack and server names, known racks, bounded totals (pydantic checked each field)."""
+    racks: set[str] = set()
+    for i, r in enumerate(spec.racks):
+        if r.name in racks:
+            raise _fail(doc, f"duplicate rack name {r.name!r}", ("racks", i, "name"))
+        racks.add(r.name)
+    names: set[str] = set()
+    servers = gpus = 0
+    for i, g in enumerate(spec.servers):
+        if g.rack is not None and g.rack not in racks:
+            raise _fail(doc, f"unknown rack {g.rack!r}; racks: {', '.join(sorted(racks)) or 'none'}",
+                        ("servers", i, "rack"))
+        if g.name is not None and g.name in names:
+            raise _fail(doc, f"duplicate server name {g.name!r}", ("servers", i, "name"))
+        names.add(g.name)
+        servers += g.count
+        gpus += g.count * g.gpus
+        for what, total in (("servers", servers), ("total_gpus", gpus)):
+            if LIMITS[what].problem(total):
+                raise _fail(doc, f"the cluster would have {total:,} {what.replace('total_', '')}; at most "
+                                 f"{LIMITS[what].hi:,.0f}", ("servers", i, "count"))
 
 
 def load_cluster_yaml(path: str) -> cm.Cluster:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such file", file=path)
+    doc = read_yaml(path)
+    if not isinstance(doc.value, dict):
+        raise InputError("expected a mapping with a 'servers' list", file=doc.file, row=doc.line_of(()),
+                         field="servers")
     try:
-        doc = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        row = mark.line + 1 if mark is not None else None
-        raise InputError(f"not valid YAML ({getattr(e, 'problem', None) or e})", file=path, row=row) from None
-    if not isinstance(doc, dict):
-        raise InputError("expected a mapping with a 'servers' list", file=path, field="servers")
-    try:
-        spec = ClusterSpec.model_validate(doc)
+        spec = ClusterSpec.model_validate(doc.value)
     except ValidationError as e:
-        err = e.errors()[0]
-        raise InputError(err["msg"], file=path, field=_loc(err["loc"])) from None
+        raise input_error(e, doc) from None
+    _check_names(spec, doc)
     servers = []
     for gi, g in enumerate(spec.servers):
         for j in range(g.count):
@@ -79,5 +99,5 @@ def load_cluster_yaml(path: str) -> cm.Cluster:
     try:
         return cm.Cluster(tuple(servers), tuple(cm.Rack(r.name, r.uplink_Bps) for r in spec.racks),
                           spec.latency_intra_s, spec.latency_inter_s, spec.reduction_Bps)
-    except ValueError as e:
-        raise InputError(str(e), file=path, field="servers") from None
+    except ValueError as e:  # generated names that collide with given ones
+        raise InputError(str(e), file=doc.file, field="servers") from None

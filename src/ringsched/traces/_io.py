@@ -21,6 +21,8 @@ import pandas as pd
 
 from ringsched.errors import InputError
 from ringsched.traces import schema
+from ringsched.validation.bounds import Bound
+from ringsched.validation.tables import check_table_file
 
 
 class BadRows:
@@ -136,6 +138,7 @@ def read_table(path: Path, required: list[str], *, text: tuple[str, ...] = (), s
     fields per line.
     """
     require_file(path)
+    check_table_file(path, sep=sep, has_header=names is None)
     kwargs: dict = dict(sep=sep, dtype={c: str for c in text}, keep_default_na=False, na_values=[""],
                         skipinitialspace=True, index_col=False)
     if names is not None:
@@ -219,37 +222,29 @@ def strings(df: pd.DataFrame, col: str, file: Path, offset: int, *, required: bo
     return s
 
 
-def numbers(df: pd.DataFrame, col: str, file: Path, offset: int, *, integer: bool = False,
-            min_value: float | None = None, allow_missing: bool = False,
-            what: str | None = None) -> np.ndarray:
-    """The column as float64. Missing ('') is an error unless ``allow_missing`` (then NaN);
-    non-numbers, infinities, non-integers (``integer``) and values < ``min_value`` are errors."""
+def numbers(df: pd.DataFrame, col: str, file: Path, offset: int, bound: Bound, *,
+            allow_missing: bool = False) -> np.ndarray:
+    """The column as float64, every value within ``bound`` (``validation.bounds.LIMITS``).
+    Missing ('') is an error unless ``allow_missing`` (then NaN); text that is not a number,
+    NaN, infinities, non-integers of a whole-number bound and values out of range are errors."""
     col_data = df[col]
     if pd.api.types.is_numeric_dtype(col_data.dtype) and not pd.api.types.is_bool_dtype(col_data.dtype):
         values = col_data.to_numpy(dtype=float, na_value=np.nan)
         empty = np.isnan(values)
         raw = None
-        fail(np.isinf(values), lambda i: f"must be a finite number, got {values[i]:g}", file, col, offset)
     else:
         raw = col_data.fillna("").astype(str).str.strip()
         empty = (raw == "").to_numpy()
         values = pd.to_numeric(raw.where(~empty, "nan"), errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values) & ~empty
-        fail(bad, lambda i: f"must be a finite number, got {raw.iloc[i]!r}", file, col, offset)
+        fail(np.isnan(values) & ~empty, lambda i: f"must be {bound.describe()}, got {raw.iloc[i]!r}", file, col,
+             offset)
     if not allow_missing:
         fail(empty, "is empty", file, col, offset)
 
     def shown(i: int) -> str:
         return repr(raw.iloc[i]) if raw is not None else f"{values[i]:g}"
 
-    has = ~empty
-    if integer:
-        fail(has & (values != np.round(values)), lambda i: f"must be a whole number, got {shown(i)}",
-             file, col, offset)
-    if min_value is not None:
-        fail(has & (values < min_value),
-             lambda i: f"must be >= {min_value:g}{' ' + what if what else ''}, got {shown(i)}",
-             file, col, offset)
+    fail(~empty & bound.bad(values), lambda i: f"must be {bound.describe()}, got {shown(i)}", file, col, offset)
     return values
 
 
@@ -287,9 +282,9 @@ def _str_col(v, n: int):
 
 
 def finish(df: pd.DataFrame, source: Path | str, *, fmt: str, dropped: dict[str, int] | None = None,
-           **attrs) -> pd.DataFrame:
-    """Validate against the schema, sort, and attach provenance attrs."""
-    out = schema.validate(df, str(source))
+           rows: np.ndarray | None = None, **attrs) -> pd.DataFrame:
+    """Validate against the schema (``rows``: the file row of each job), sort, attach provenance."""
+    out = schema.validate(df, str(source), rows)
     reasons = {k: int(v) for k, v in (dropped or {}).items() if v}
     out.attrs.update(format=fmt, source=str(source), dropped=sum(reasons.values()),
                      dropped_reasons=reasons, **attrs)
@@ -335,7 +330,7 @@ def combine(parts: list[Part], source: Path, *, fmt: str, id_field: str = "job_i
             dropped[k2] = dropped.get(k2, 0) + int(v)
     if len(parts) > 1:
         attrs.setdefault("files", [str(p.path) for p in parts])
-    return finish(df, source, fmt=fmt, dropped=dropped, **attrs)
+    return finish(df, source, fmt=fmt, dropped=dropped, rows=np.concatenate([p.rows for p in parts]), **attrs)
 
 
 def header(path: Path) -> list[str]:

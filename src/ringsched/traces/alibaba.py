@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.traces import _io
+from ringsched.validation.bounds import LIMITS
 
 REQUIRED = ["name", "num_gpu", "gpu_milli", "creation_time", "scheduled_time", "deletion_time"]
 
@@ -47,11 +48,11 @@ def read(path: Path) -> pd.DataFrame:
     off = 2
     name = _io.strings(raw, "name", path, off)
     _io.unique_ids(name, path, "name", off)
-    gpus = _io.numbers(raw, "num_gpu", path, off, integer=True, min_value=0)
-    milli = _io.numbers(raw, "gpu_milli", path, off, min_value=0, allow_missing=True)
-    created = _io.numbers(raw, "creation_time", path, off, min_value=0)
-    sched = _io.numbers(raw, "scheduled_time", path, off, min_value=0, allow_missing=True)
-    deleted = _io.numbers(raw, "deletion_time", path, off, min_value=0, allow_missing=True)
+    gpus = _io.numbers(raw, "num_gpu", path, off, LIMITS["pod_gpus"])
+    milli = _io.numbers(raw, "gpu_milli", path, off, LIMITS["gpu_milli"], allow_missing=True)
+    created = _io.numbers(raw, "creation_time", path, off, LIMITS["time_s"])
+    sched = _io.numbers(raw, "scheduled_time", path, off, LIMITS["time_s"], allow_missing=True)
+    deleted = _io.numbers(raw, "deletion_time", path, off, LIMITS["time_s"], allow_missing=True)
     has_s, has_d = np.isfinite(sched), np.isfinite(deleted)
     _io.fail(has_s & (sched < created), "is before creation_time", path, "scheduled_time", off)
     _io.fail(has_s & has_d & (deleted < sched), "is before scheduled_time", path, "deletion_time", off)
@@ -65,7 +66,7 @@ def read(path: Path) -> pd.DataFrame:
     fractional = keep & (gpus == 1) & np.isfinite(milli) & (milli > 0) & (milli < 1000)
     df = _io.frame(job_id=name.to_numpy()[keep], arrival_s=(created - created.min())[keep],
                    num_gpus=gpus[keep], duration_s=dur[keep])
-    return _io.finish(df, path, fmt="alibaba",
+    return _io.finish(df, path, fmt="alibaba", rows=_io.file_rows(path, len(raw), off)[keep],
                       dropped={"no GPU": int(no_gpu.sum()), "never scheduled": int(never.sum()),
                                "no deletion time": int(unfinished.sum()), "zero duration": int(zero.sum())},
                       fractional_gpu_pods=int(fractional.sum()),

@@ -38,6 +38,7 @@ import pandas as pd
 
 from ringsched.errors import InputError
 from ringsched.traces import _io
+from ringsched.validation.bounds import LIMITS
 
 # ElasticFlow model_name -> catalogue model.
 MODELS: dict[str, str] = {
@@ -67,10 +68,10 @@ def parse(raw: pd.DataFrame, path: Path, tenant: str) -> _io.Part:
                          field=SUBMIT_COLUMNS[0])
     ids = _io.strings(raw, "job_id", path, off)
     _io.unique_ids(ids, path, "job_id", off)
-    t = _io.numbers(raw, submit, path, off, min_value=0)
-    gpus = _io.numbers(raw, "num_gpu", path, off, integer=True, min_value=1)
-    dur = _io.numbers(raw, "duration", path, off, min_value=0)
-    bsz = _io.numbers(raw, "batch_size", path, off, integer=True, min_value=1)
+    t = _io.numbers(raw, submit, path, off, LIMITS["time_s"])
+    gpus = _io.numbers(raw, "num_gpu", path, off, LIMITS["job_gpus"])
+    dur = _io.numbers(raw, "duration", path, off, LIMITS["duration_s"])
+    bsz = _io.numbers(raw, "batch_size", path, off, LIMITS["global_bsz"])
     name = _io.strings(raw, "model_name", path, off).str.lower()
     _io.fail(~name.isin(list(MODELS)).to_numpy(),
              lambda i: f"unknown model_name {name.iloc[i]!r}; known: {', '.join(sorted(MODELS))}", path, "model_name", off)

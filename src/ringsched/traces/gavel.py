@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.traces import _io
+from ringsched.validation.bounds import LIMITS
 
 FIELDS = ["job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time",
           "scale_factor"]
@@ -98,10 +99,14 @@ def _read_file(path: Path) -> _io.Part:
     known = ", ".join(k + ("" if v[1] else " (batch size N)") for k, v in MODELS.items())
     _io.fail((model.isna() | bsz.isna()).to_numpy(), lambda i: f"unknown Gavel job type {jt.iloc[i]!r}; known: {known}",
              path, "job_type", off)
-    steps = _io.numbers(raw, "total_steps", path, off, integer=True, min_value=1)
-    t = _io.numbers(raw, "arrival_time", path, off, min_value=0)
-    gpus = _io.numbers(raw, "scale_factor", path, off, integer=True, min_value=1)
     bsz_v = bsz.to_numpy(dtype=float)
+    _io.fail(LIMITS["local_bsz"].bad(bsz_v), lambda i: f"batch size of job type {jt.iloc[i]!r} must be "
+             f"{LIMITS['local_bsz'].describe()}", path, "job_type", off)
+    steps = _io.numbers(raw, "total_steps", path, off, LIMITS["steps"])
+    _io.fail(LIMITS["work_samples"].bad(steps * bsz_v), lambda i: f"total_steps x batch = {steps[i] * bsz_v[i]:g} "
+             f"samples; the work must be {LIMITS['work_samples'].describe()}", path, "total_steps", off)
+    t = _io.numbers(raw, "arrival_time", path, off, LIMITS["time_s"])
+    gpus = _io.numbers(raw, "scale_factor", path, off, LIMITS["job_gpus"])
     vc = path.stem
     rows = _io.file_rows(path, len(raw), off)
     ids = (vc + "-" + pd.Series(rows).astype(str)).to_numpy()

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.traces import _io, elasticflow
+from ringsched.validation.bounds import LIMITS
 
 RAW_REQUIRED = ["job_id", "submission_time", "duration", "num_gpu"]
 FOLDER_PATTERN = r"cluster\d+\.csv"
@@ -45,9 +46,9 @@ def _parse_raw(raw: pd.DataFrame, path: Path, tenant: str) -> _io.Part:
     off = 2
     ids = _io.strings(raw, "job_id", path, off)
     _io.unique_ids(ids, path, "job_id", off)
-    t = _io.numbers(raw, "submission_time", path, off, min_value=0)
-    dur = _io.numbers(raw, "duration", path, off, min_value=0)
-    gpus = _io.numbers(raw, "num_gpu", path, off, integer=True, min_value=1)
+    t = _io.numbers(raw, "submission_time", path, off, LIMITS["time_s"])
+    dur = _io.numbers(raw, "duration", path, off, LIMITS["duration_s"])
+    gpus = _io.numbers(raw, "num_gpu", path, off, LIMITS["job_gpus"])
     keep = dur > 0
     df = _io.frame(job_id=ids.to_numpy()[keep], arrival_s=t[keep], num_gpus=gpus[keep],
                    duration_s=dur[keep], tenant=tenant)

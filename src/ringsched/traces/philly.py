@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.traces import _io
+from ringsched.validation.bounds import LIMITS
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 REQUIRED = ["timestamp", "duration", "num_gpus", "cluster"]
@@ -37,8 +38,8 @@ def read(path: Path) -> pd.DataFrame:
     _io.fail(ts.isna().to_numpy(),
              lambda i: f"unparsable timestamp {ts_text.iloc[i]!r} (expected YYYY-MM-DD HH:MM:SS)",
              path, "timestamp", off)
-    duration = _io.numbers(raw, "duration", path, off, min_value=0)
-    gpus = _io.numbers(raw, "num_gpus", path, off, integer=True, min_value=1)
+    duration = _io.numbers(raw, "duration", path, off, LIMITS["duration_s"])
+    gpus = _io.numbers(raw, "num_gpus", path, off, LIMITS["job_gpus"])
     tenant = _io.strings(raw, "cluster", path, off, required=False)
 
     arrival = (ts - ts.min()).dt.total_seconds().to_numpy(dtype=float)
@@ -47,5 +48,5 @@ def read(path: Path) -> pd.DataFrame:
     job_id = "philly-" + pd.Series(rows[keep]).astype(str)
     df = _io.frame(job_id=job_id, arrival_s=arrival[keep], num_gpus=gpus[keep],
                    duration_s=duration[keep], tenant=tenant[keep].reset_index(drop=True))
-    return _io.finish(df, path, fmt="philly", dropped={"zero duration": int((~keep).sum())},
+    return _io.finish(df, path, fmt="philly", dropped={"zero duration": int((~keep).sum())}, rows=rows[keep],
                       description="Philly trace (Pollux/adaptdl philly.csv); tenant = VC hash")

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.traces import _io
+from ringsched.validation.bounds import LIMITS
 
 # application -> catalogue model (ringsched.perfmodel.catalogue.profile_names()).
 MODELS: dict[str, str] = {
@@ -92,16 +93,18 @@ def read(path: Path) -> pd.DataFrame:
     off = 2
     name = _io.strings(raw, "name", path, off)
     _io.unique_ids(name, path, "name", off)
-    t = _io.numbers(raw, "time", path, off, min_value=0)
+    t = _io.numbers(raw, "time", path, off, LIMITS["time_s"])
     app = _io.strings(raw, "application", path, off).str.lower()
     _io.fail(~app.isin(list(MODELS)).to_numpy(),
              lambda i: f"unknown application {app.iloc[i]!r}; known: {', '.join(sorted(MODELS))}", path, "application", off)
-    reps = _io.numbers(raw, "num_replicas", path, off, integer=True, min_value=1)
-    bsz = _io.numbers(raw, "batch_size", path, off, integer=True, min_value=1)
+    reps = _io.numbers(raw, "num_replicas", path, off, LIMITS["job_gpus"])
+    bsz = _io.numbers(raw, "batch_size", path, off, LIMITS["global_bsz"])
     local = np.maximum(1, bsz.astype(np.int64) // reps.astype(np.int64))
+    _io.fail(LIMITS["local_bsz"].bad(local), lambda i: f"gives a per-GPU batch of {local[i]:,}, above "
+             f"{LIMITS['local_bsz'].hi:,.0f}", path, "batch_size", off)
     df = _io.frame(job_id=name.to_numpy(), arrival_s=t - t.min(), num_gpus=reps,
                    work_samples=app.map(WORK_SAMPLES).to_numpy(dtype=float),
                    model=app.map(MODELS).to_numpy(dtype=object), local_bsz=local)
-    return _io.finish(df, path, fmt="pollux", dropped={},
+    return _io.finish(df, path, fmt="pollux", dropped={}, rows=_io.file_rows(path, len(raw), off),
                       description="Pollux workload (adaptdl osdi21-artifact); work = application's "
                                   "samples to completion")

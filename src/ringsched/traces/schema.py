@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.errors import InputError
+from ringsched.validation.bounds import LIMITS
 
 # column -> (dtype, meaning). Order is the frame's column order.
 COLUMNS: dict[str, tuple[str, str]] = {
@@ -31,36 +32,41 @@ def empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=t) for c, (t, _) in COLUMNS.items()})
 
 
-def validate(df: pd.DataFrame, source: str) -> pd.DataFrame:
+def validate(df: pd.DataFrame, source: str, rows: np.ndarray | None = None) -> pd.DataFrame:
     """Return ``df`` with the schema's columns and dtypes, sorted by (arrival_s, job_id).
 
-    Raises InputError naming ``source`` and the first bad row (0-based position in ``df``)
-    and field. Loaders validate their own source rows first, with the file's row numbers;
-    this is the last line of defence.
+    Raises InputError naming ``source``, the first bad row and the field. ``rows`` are the
+    file's row numbers of the frame's rows (1-based, as the file shows them); without them a
+    row is named by its position, counting from 1. Loaders validate their own source rows
+    first, with the file's row numbers; this is the last line of defence, and it applies the
+    same bounds (``validation.bounds.LIMITS``) to what loaders derive.
     """
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise InputError(f"trace frame lacks columns {missing}", file=source)
+    rows = np.arange(1, len(df) + 1) if rows is None else np.asarray(rows)
     out = df[list(COLUMNS)].copy()
-    for c, (t, _) in COLUMNS.items():
-        out[c] = out[c].astype(t)
-    checks = [
-        ("arrival_s", ~(np.isfinite(out["arrival_s"]) & (out["arrival_s"] >= 0)), "must be a finite number >= 0"),
-        ("num_gpus", out["num_gpus"] < 1, "must be >= 1"),
-        ("local_bsz", out["local_bsz"] < 0, "must be >= 0"),
-    ]
-    dur, work = out["duration_s"].to_numpy(), out["work_samples"].to_numpy()
+    dur, work = out["duration_s"].to_numpy(dtype=float), out["work_samples"].to_numpy(dtype=float)
     has_d, has_w = np.isfinite(dur), np.isfinite(work)
-    checks.append(("duration_s", pd.Series(has_d == has_w, index=out.index), "exactly one of duration_s and work_samples must be given"))
-    checks.append(("duration_s", pd.Series(has_d & ~(dur > 0), index=out.index), "must be > 0"))
-    checks.append(("work_samples", pd.Series(has_w & ~(work > 0), index=out.index), "must be > 0"))
+    checks = [
+        ("arrival_s", LIMITS["time_s"].bad(out["arrival_s"]), f"must be {LIMITS['time_s'].describe()}"),
+        ("num_gpus", LIMITS["job_gpus"].bad(out["num_gpus"]), f"must be {LIMITS['job_gpus'].describe()}"),
+        ("local_bsz", (out["local_bsz"].to_numpy(dtype=float) != 0) & LIMITS["local_bsz"].bad(out["local_bsz"]),
+         f"must be 0 (the profile's default) or {LIMITS['local_bsz'].describe()}"),
+        ("duration_s", has_d == has_w, "exactly one of duration_s and work_samples must be given"),
+        ("duration_s", has_d & (LIMITS["duration_s"].bad(dur) | (dur <= 0)),
+         f"must be > 0 and {LIMITS['duration_s'].describe()}"),
+        ("work_samples", has_w & LIMITS["work_samples"].bad(work), f"must be {LIMITS['work_samples'].describe()}"),
+    ]
     for field, bad, msg in checks:
         bad = np.asarray(bad, dtype=bool)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(msg, file=source, row=i, field=field)
+            raise InputError(msg, file=source, row=int(rows[i]), field=field)
+    for c, (t, _) in COLUMNS.items():
+        out[c] = out[c].astype(t)
     dup = out["job_id"].duplicated()
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError(f"duplicate job_id {out['job_id'].iloc[i]!r}", file=source, row=i, field="job_id")
+        raise InputError(f"duplicate job_id {out['job_id'].iloc[i]!r}", file=source, row=int(rows[i]), field="job_id")
     return out.sort_values(["arrival_s", "job_id"], kind="stable").reset_index(drop=True)

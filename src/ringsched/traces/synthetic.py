@@ -51,6 +51,8 @@ import pandas as pd
 
 from ringsched.errors import InputError
 from ringsched.traces import _io
+from ringsched.validation.bounds import LIMITS
+from ringsched.validation.keyvalue import key_values
 
 # Philly num_gpus counts (Pollux/adaptdl simulator/traces/philly.csv, 82,247 jobs).
 GPU_COUNTS: dict[int, int] = {1: 76_627, 2: 1_818, 4: 1_870, 8: 1_643, 12: 7, 16: 199, 24: 7,
@@ -62,11 +64,12 @@ MU = math.log(DURATION_P50_S)
 SIGMA = math.log(DURATION_P90_S / DURATION_P50_S) / Z90
 CLUSTER_GPUS = 128          # the default cluster 16x8
 DAY_S = 86_400.0
-MAX_JOBS = 5_000_000
+MAX_JOBS = int(LIMITS["jobs"].hi)
 
 DEFAULTS: dict[str, float] = {"load": 0.7, "diurnal": 0.0, "tenants": 8, "zipf": 1.5,
                               "max_duration_s": 604_800.0}
 OPTIONS = ("rate_per_h", "load", "diurnal", "tenants", "zipf", "max_duration_s")
+OPTION_BOUNDS = {k: LIMITS[k] for k in OPTIONS}
 
 
 def _phi(x: float) -> float:
@@ -91,55 +94,37 @@ def default_rate_per_h(load: float = DEFAULTS["load"], max_duration_s: float = D
 
 
 def parse_options(text: str) -> tuple[int, dict[str, float]]:
-    """``N[,key=value...]`` -> (N, options). InputError (field 'trace') on anything else."""
-    items = [p.strip() for p in text.split(",")]
-    head, rest = items[0], items[1:]
+    """``N[,key=value...]`` -> (N, options). InputError (field 'trace') on anything else,
+    an unknown or repeated key included; values are checked by ``generate``."""
+    head, *rest = [p.strip() for p in text.split(",")]
     try:
         n = int(head)
     except ValueError:
         raise InputError(f"synthetic:N needs a whole number of jobs, got {head!r} "
                          f"(grammar: synthetic:N[,key=value...])", field="trace") from None
-    opts: dict[str, float] = {}
-    for item in rest:
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise InputError(f"synthetic option {item!r} is not key=value", field="trace")
-        if key not in OPTIONS:
-            raise InputError(f"unknown synthetic option {key!r}; known: {', '.join(OPTIONS)}", field="trace")
-        if key in opts:
-            raise InputError(f"synthetic option {key!r} given twice", field="trace")
-        try:
-            opts[key] = float(value)
-        except ValueError:
-            raise InputError(f"synthetic option {key}={value.strip()!r} is not a number", field="trace") from None
+    texts = key_values(rest, OPTIONS, what="synthetic", field="trace")
+    opts = {k: OPTION_BOUNDS[k].parse(v, field="trace", what=f"synthetic option {k}") for k, v in texts.items()}
     return n, opts
 
 
 def _check(n_jobs, opts: dict) -> dict[str, float]:
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or not 1 <= n_jobs <= MAX_JOBS:
-        raise InputError(f"number of jobs must be a whole number in 1..{MAX_JOBS:,}, got {n_jobs!r}",
-                         field="trace")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or LIMITS["jobs"].problem(int(n_jobs)):
+        raise InputError(f"number of jobs must be {LIMITS['jobs'].describe()}, got {n_jobs!r}", field="trace")
     unknown = sorted(set(opts) - set(OPTIONS))
     if unknown:
         raise InputError(f"unknown synthetic option {unknown[0]!r}; known: {', '.join(OPTIONS)}", field="trace")
     if "rate_per_h" in opts and "load" in opts:
         raise InputError("give rate_per_h or load, not both", field="trace")
-    o = {**DEFAULTS, **{k: float(v) for k, v in opts.items()}}
-    rules = {
-        "rate_per_h": (lambda v: math.isfinite(v) and v > 0, "> 0"),
-        "load": (lambda v: math.isfinite(v) and v > 0, "> 0"),
-        "diurnal": (lambda v: 0 <= v < 1, "in [0, 1)"),
-        "tenants": (lambda v: v == int(v) and 1 <= v <= 100, "a whole number in 1..100"),
-        "zipf": (lambda v: math.isfinite(v) and v >= 0, ">= 0"),
-        "max_duration_s": (lambda v: math.isfinite(v) and v >= 1, ">= 1"),
-    }
+    o = {**DEFAULTS, **opts}
     for k, v in o.items():
-        ok, what = rules[k]
-        if not ok(v):
-            raise InputError(f"synthetic option {k} must be {what}, got {v:g}", field="trace")
+        o[k] = OPTION_BOUNDS[k].check(v, field="trace", what=f"synthetic option {k}")
     if "rate_per_h" not in o:
         o["rate_per_h"] = default_rate_per_h(o["load"], o["max_duration_s"])
+    span_s = n_jobs / o["rate_per_h"] * 3600.0
+    if LIMITS["time_s"].problem(span_s):
+        raise InputError(f"{n_jobs:,} jobs at {o['rate_per_h']:g} jobs/h arrive over ~{span_s:.3g} s, beyond "
+                         f"the {LIMITS['time_s'].hi:g} s a trace may span; raise rate_per_h or load",
+                         field="trace")
     return o
 
 

@@ -1,0 +1,124 @@
+"""YAML user files read safely and with the line of every value.
+
+``read_yaml(path)`` returns a ``YamlDoc``: the plain Python value (dicts, lists, scalars) and
+a map from each value's location (``("servers", 0, "gpus")``) to its 1-based line. Refused,
+each with one InputError naming the file and the line: a file over ``MAX_YAML_BYTES``, text
+that is not UTF-8 or not YAML, more than one document, a duplicate key, a merge key, a tag
+other than YAML's plain types (no Python objects), and a document that expands to more than
+``MAX_YAML_NODES`` values (an alias bomb is refused while walking, with bounded memory:
+composing keeps each anchored node once).
+
+Plain scalars such as ``1e9`` are numbers (YAML 1.2), not the strings of YAML 1.1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ringsched.errors import InputError
+from ringsched.validation.bounds import MAX_YAML_BYTES, MAX_YAML_NODES
+
+_FLOAT_12 = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_STR_TAG = "tag:yaml.org,2002:str"
+_PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "timestamp")}
+
+
+@dataclass
+class YamlDoc:
+    value: object
+    lines: dict[tuple, int]
+    file: str
+
+    def line_of(self, loc: tuple) -> int | None:
+        """The line of ``loc``, else of its nearest enclosing value."""
+        loc = tuple(loc)
+        while loc:
+            if loc in self.lines:
+                return self.lines[loc]
+            loc = loc[:-1]
+        return self.lines.get(())
+
+
+def location(loc: tuple) -> str:
+    """``("jobs", 0, "work", "epochs")`` -> ``jobs[0].work.epochs``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def read_yaml(path: str | Path) -> YamlDoc:
+    name = str(path)
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file" if not p.exists() else "is not a file", file=name)
+    try:
+        with open(p, "rb") as f:
+            data = f.read(MAX_YAML_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"cannot read file ({e.strerror or e})", file=name) from None
+    if len(data) > MAX_YAML_BYTES:
+        raise InputError(f"file is larger than {MAX_YAML_BYTES >> 20} MiB", file=name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a text file (cannot decode as UTF-8 at byte {e.start})", file=name) from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        raise InputError(f"not valid YAML ({e.problem or e.context})", file=name,
+                         row=mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as e:
+        raise InputError(f"not valid YAML ({str(e).splitlines()[0]})", file=name) from None
+    finally:
+        loader.dispose()
+    lines: dict[tuple, int] = {}
+    if node is None:
+        return YamlDoc(None, lines, name)
+    walker = _Walker(name, lines)
+    return YamlDoc(walker.build(node, ()), lines, name)
+
+
+class _Walker:
+    def __init__(self, file: str, lines: dict[tuple, int]):
+        self.file, self.lines, self.count = file, lines, 0
+        self.scalars = yaml.SafeLoader("")
+
+    def fail(self, msg: str, node, loc: tuple):
+        raise InputError(msg, file=self.file, row=node.start_mark.line + 1, field=location(loc) or None)
+
+    def build(self, node, loc: tuple):
+        self.count += 1
+        if self.count > MAX_YAML_NODES:
+            self.fail(f"document expands to more than {MAX_YAML_NODES:,} values (nested aliases?)", node, loc)
+        self.lines.setdefault(loc, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            out = {}
+            for k_node, v_node in node.value:
+                if not isinstance(k_node, yaml.ScalarNode) or k_node.tag == "tag:yaml.org,2002:merge":
+                    self.fail("keys must be plain scalars (no merge keys or complex keys)", k_node, loc)
+                key = self.scalar(k_node, loc)
+                if isinstance(key, (list, dict)) or key in out:
+                    self.fail(f"duplicate key {key!r}", k_node, (*loc, key))
+                self.lines[(*loc, key)] = k_node.start_mark.line + 1
+                out[key] = self.build(v_node, (*loc, key))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
+        return self.scalar(node, loc)
+
+    def scalar(self, node, loc: tuple):
+        if node.tag not in _PLAIN_TAGS:
+            self.fail(f"unsupported YAML tag {node.tag!r}", node, loc)
+        if node.tag == _STR_TAG and node.style is None and _FLOAT_12.match(node.value):
+            return float(node.value)
+        try:
+            return self.scalars.construct_object(node)
+        except (yaml.YAMLError, ValueError, OverflowError) as e:
+            self.fail(f"bad value {node.value!r} ({e})", node, loc)

@@ -1,0 +1,488 @@
+"""The bad-input corpus: small valid files of every format, each broken one way.
+
+``cases()`` returns ``Case`` objects; ``Case.write(folder)`` writes its files and gives the
+argv to run. Each case says what its one error line must name: the file, the row (1-based,
+as in the file) and the field. ``scripts/bad_input_corpus.py`` runs them through the CLI;
+``tests/test_fuzz_inputs.py`` runs a sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field as _field
+from pathlib import Path
+
+SENTINEL = "--state"  # run: a state path that is a file, so an accepted jobs file stops here
+
+# format -> (spec prefix, file name, header or None, rows as lists of cells, separator)
+TABLES: dict[str, tuple[str, str, list[str] | None, list[list[str]], str]] = {
+    "philly": ("philly", "philly.csv", ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"],
+               [["2017-10-03 10:00:00", "3600", "1", "3600", "vc1"],
+                ["2017-10-03 10:05:00", "120", "2", "240", "vc2"],
+                ["2017-10-03 10:09:00", "600", "4", "2400", "vc1"]], ","),
+    "pollux": ("pollux", "workload-1.csv", ["name", "time", "application", "num_replicas", "batch_size"],
+               [["cifar10-0", "0", "cifar10", "1", "128"], ["bert-1", "60", "bert", "2", "24"],
+                ["ncf-2", "90", "ncf", "1", "256"]], ","),
+    "itp": ("itp", "cluster04.csv", ["job_id", "submission_time", "duration", "num_gpu"],
+            [["a1", "5810", "2884", "16"], ["a2", "6000", "700", "1"], ["a3", "7000", "900", "2"]], ","),
+    "itp_ef": ("itp", "cluster05.csv", ["job_id", "submission_time", "num_iteration", "model_name", "deadline",
+                                        "batch_size", "num_gpu", "duration"],
+               [["b1", "10", "100", "inception3", "500", "64", "4", "288"],
+                ["b2", "20", "100", "resnet50", "500", "128", "2", "300"],
+                ["b3", "30", "100", "vgg16", "500", "256", "1", "400"]], ","),
+    "elasticflow": ("elasticflow", "philly_1.csv", ["job_id", "submit_time", "real_iteration", "model_name", "ddl",
+                                                  "batch_size", "num_gpu", "real_duration", "duration",
+                                                  "iteration"],
+                    [["0", "0", "12", "vgg16", "77", "256", "1", "976", "976", "12"],
+                     ["1", "50", "12", "bert", "77", "32", "2", "500", "500", "12"],
+                     ["2", "90", "12", "gpt2", "77", "64", "4", "300", "300", "12"]], ","),
+    "gavel": ("gavel", "ee9e8c.trace", None,
+              [["ResNet-50 (batch size 64)", "python main.py", "--num_steps", "1", "1000", "0", "1"],
+               ["CycleGAN", "python cg.py", "--n", "0", "500", "30", "2"],
+               ["LM (batch size 20)", "python lm.py", "--steps", "1", "800", "45", "4"]], "\t"),
+    "alibaba": ("alibaba", "openb_pod_list_x.csv",
+                ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
+                 "creation_time", "deletion_time", "scheduled_time"],
+                [["p0", "12000", "16384", "1", "1000", "", "LS", "Running", "0", "1000", "10"],
+                 ["p1", "6000", "12288", "1", "460", "", "LS", "Running", "50", "900", "60"],
+                 ["p2", "6000", "12288", "2", "1000", "", "LS", "Running", "80", "1900", "90"]], ","),
+}
+
+# format -> column -> values that must be refused in that column
+_TIME = ["", "abc", "nan", "inf", "-1", "1e300", "1e308", "-inf", "0x10"]
+_COUNT = ["", "x", "0", "-2", "1.5", "1e300", "99999999999999999999", "inf", "nan", "true"]
+_DUR = ["", "abc", "-5", "1e308", "inf", "nan", "1e300"]
+BAD_CELLS: dict[str, dict[str, list[str]]] = {
+    "philly": {"timestamp": ["", "yesterday", "2017-13-40 10:00:00", "9999"],
+               "duration": _DUR, "num_gpus": _COUNT},
+    "pollux": {"name": [""], "time": _TIME, "application": ["", "quake"],
+               "num_replicas": _COUNT, "batch_size": _COUNT + ["9223372036854775808", "1e19"]},
+    "itp": {"job_id": [""], "submission_time": _TIME, "duration": _DUR, "num_gpu": _COUNT},
+    "itp_ef": {"model_name": ["", "alexnet"], "batch_size": ["0", "1.5", "1e30", "x"], "num_gpu": ["0", "1e9", "2.5"],
+               "duration": ["-1", "1e308"]},
+    "elasticflow": {"submit_time": ["-3", "1e300", "x"], "batch_size": ["0", "1e30", "3.5"],
+                    "num_gpu": ["0", "7.5", "1e12"], "duration": ["-1", "inf", "1e308"], "model_name": ["lenet"]},
+    "gavel": {"job_type": ["Quake (batch size 3)", "ResNet-50 (batch size 0)",
+                           "ResNet-50 (batch size 99999999999999999999)"],
+              "total_steps": ["0", "1.5", "x", "1e300", "99999999999999999999"],
+              "arrival_time": ["-1", "1e300", "inf"], "scale_factor": ["0", "2.5", "1e9"]},
+    "alibaba": {"name": [""], "num_gpu": ["-1", "1.5", "x", "1e9"], "gpu_milli": ["-1", "5000", "x", "inf"],
+                "creation_time": ["-1", "1e300", "x", ""], "scheduled_time": ["-1", "x", "1e300"],
+                "deletion_time": ["x", "1e300", "inf", "-1"]},
+}
+# (format, column) -> the field the error may name instead (the file's header column read)
+_ROW_OF = {"gavel": 0}  # gavel has no header: data row i is file row i + 1
+
+
+@dataclass
+class Case:
+    name: str
+    argv: list[str]                    # after "ringsched"; "{d}" is the case folder
+    files: dict[str, str | bytes] = _field(default_factory=dict)
+    file: str | None = None            # the file the line must name ("{d}/..." allowed)
+    row: int | None = None             # the row it must name
+    field: str | None = None           # the field it must name
+    env: dict[str, str] = _field(default_factory=dict)
+    mode: dict[str, int] = _field(default_factory=dict)   # file or folder -> chmod mode
+
+    def write(self, folder: Path) -> list[str]:
+        folder.mkdir(parents=True, exist_ok=True)
+        for rel, content in self.files.items():
+            p = folder / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            (p.write_bytes if isinstance(content, bytes) else p.write_text)(content)
+        for rel, m in self.mode.items():
+            p = folder / rel
+            p.mkdir(exist_ok=True) if not p.exists() else None
+            p.chmod(m)
+        return [a.replace("{d}", str(folder)) for a in self.argv]
+
+    def expected_file(self, folder: Path) -> str | None:
+        return None if self.file is None else self.file.replace("{d}", str(folder))
+
+
+def _table_text(header, rows, sep) -> str:
+    lines = ([sep.join(header)] if header else []) + [sep.join(r) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _trace_case(name: str, fmt: str, text: str | bytes, *, row=None, field=None, file_name=None,
+                cmd: str = "simulate") -> Case:
+    prefix, fname, *_ = TABLES[fmt]
+    fname = file_name or fname
+    argv = [cmd, "--trace", f"{prefix}:{{d}}/{fname}", "--cluster", "2x4", "--policy", "fifo"]
+    if cmd in ("compare", "sweep"):
+        argv = [cmd, "--trace", f"{prefix}:{{d}}/{fname}", "--cluster", "2x4", "--policies", "fifo",
+                "--out", "{d}/out", "--seeds", "0"] if cmd == "sweep" else \
+               [cmd, "--trace", f"{prefix}:{{d}}/{fname}", "--cluster", "2x4", "--policies", "fifo", "--out", "{d}/out"]
+    return Case(name, argv, {fname: text}, file=f"{{d}}/{fname}", row=row, field=field)
+
+
+def trace_cases() -> list[Case]:
+    out: list[Case] = []
+    cmds = ("simulate", "compare", "sweep")
+    k = 0
+    for fmt, (prefix, fname, header, rows, sep) in TABLES.items():
+        cols = header or ["job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps",
+                          "arrival_time", "scale_factor"]
+        first_data_row = 1 if header is None else 2
+        for col, values in BAD_CELLS[fmt].items():
+            j = cols.index(col)
+            for v in values:
+                r = k % len(rows)
+                bad = [list(x) for x in rows]
+                bad[r][j] = v
+                cmd = cmds[k % 3] if k % 7 == 0 else "simulate"
+                k += 1
+                if header is None and v == "":
+                    continue
+                out.append(_trace_case(f"{fmt}-{col}={v!r}@{r}", fmt, _table_text(header, bad, sep),
+                                       row=first_data_row + r, field=col, cmd=cmd))
+        # structure: a repeated column, a missing column, a long line, empty, binary, header only
+        if header is not None:
+            dup = header + [header[1]]
+            out.append(_trace_case(f"{fmt}-dup-column", fmt,
+                                   _table_text(dup, [r + [r[1]] for r in rows], sep), row=1, field=header[1]))
+            req = header[1]
+            miss = [c for c in header if c != req]
+            out.append(_trace_case(f"{fmt}-missing-column", fmt,
+                                   _table_text(miss, [[c for c, h in zip(r, header) if h != req] for r in rows], sep),
+                                   row=1, field=req))
+            long = [list(x) for x in rows]
+            long[1] = long[1] + ["extra"]
+            out.append(_trace_case(f"{fmt}-long-line", fmt, _table_text(header, long, sep), row=3))
+            out.append(_trace_case(f"{fmt}-header-only", fmt, _table_text(header, [], sep)))
+            dup_id = [list(x) for x in rows]
+            if fmt not in ("philly",):
+                dup_id[2][0] = dup_id[0][0]
+                out.append(_trace_case(f"{fmt}-dup-id", fmt, _table_text(header, dup_id, sep), row=first_data_row + 2,
+                                       field=header[0]))
+        else:
+            short = [list(x) for x in rows]
+            short[1] = short[1][:5]
+            out.append(_trace_case(f"{fmt}-short-line", fmt, _table_text(None, short, sep), row=2))
+        out.append(_trace_case(f"{fmt}-empty", fmt, ""))
+        out.append(_trace_case(f"{fmt}-binary", fmt, b"\xff\xfe\x00\x81garbage\x00\n\x9c"))
+        out.append(Case(f"{fmt}-missing-file", ["simulate", "--trace", f"{prefix}:{{d}}/nope.csv"],
+                        file="{d}/nope.csv"))
+    return out
+
+
+def spec_cases() -> list[Case]:
+    """Trace specs, filters and cluster specs on the command line."""
+    t = ["--cluster", "1x2", "--policy", "fifo"]
+    bad_traces = {
+        "nosuch:x": "trace", "philly:": "trace", "synthetic:abc": "trace", "synthetic:0": "trace",
+        "synthetic:-3": "trace", "synthetic:10,load=1e-300": "trace", "synthetic:10,load=0": "trace",
+        "synthetic:10,load=nan": "trace", "synthetic:10,load=inf": "trace", "synthetic:10,rate_per_h=1e-300": "trace",
+        "synthetic:10,rate_per_h=1e300": "trace", "synthetic:10,load=2,load=3": "trace",
+        "synthetic:10,tenants=1.5": "trace", "synthetic:10,tenants=0": "trace", "synthetic:10,diurnal=1": "trace",
+        "synthetic:10,zipf=-1": "trace", "synthetic:10,max_duration_s=1e308": "trace",
+        "synthetic:10,max_duration_s=0.5": "trace", "synthetic:10,bogus=1": "trace", "synthetic:10,load": "trace",
+        "synthetic:99999999999": "trace", "synthetic:10,load=1,rate_per_h=3": "trace",
+        "synthetic:1e3": "trace", "synthetic:10,,": "trace", "synthetic:10,load=0.5,zipf=1e308": "trace",
+    }
+    out = [Case(f"trace-spec {s}", ["simulate", "--trace", s, *t], field=f) for s, f in bad_traces.items()]
+    bad_windows = ["5:1", "abc", "0:1e400", "1:2:3", "-1:5", "0:0", "nan:5", "0:inf"]
+    out += [Case(f"window {w}", ["simulate", "--trace", "synthetic:5", "--window", w, *t], field="window")
+            for w in bad_windows]
+    out.append(Case("vc unknown", ["simulate", "--trace", "synthetic:5", "--vc", "nope", *t], field="vc"))
+    for lim in ("0", "-3", "abc", "1.5"):
+        out.append(Case(f"limit {lim}", ["simulate", "--trace", "synthetic:5", "--limit", lim, *t], field="limit"))
+    bad_clusters = ["", "x", "0x8", "4x0", "4x8,racks=1.5", "4x8,nic_Gbps=1e308", "4x8,nic_Gbps=0",
+                    "4x8,nic_Gbps=inf", "4x8,nic_Gbps=nan", "4x8,racks=8", "4x8,oversub=2", "4x8,racks=2,racks=4",
+                    "4x8,nic_Gbps=100,nic_Gbps=200", "4x8,bogus=1", "4x8,racks", "4x8,intra_GBps=1e-300",
+                    "4x8,latency_inter_us=1e308", "4x8,latency_intra_us=-1", "99999999999x8", "4x99999999",
+                    "100000000x8", "4x8,racks=0", "4x8,racks=2,oversub=0", "4x8,racks=2,oversub=1e308",
+                    "4 x 8 x 2", "-4x8"]
+    for i, c in enumerate(bad_clusters):
+        cmd = ["demo", "--cluster", c] if i % 2 else ["simulate", "--trace", "synthetic:3", "--cluster", c]
+        out.append(Case(f"cluster-spec {c!r}", cmd, field="cluster"))
+    return out
+
+
+_CLUSTER_OK = "servers:\n  - {count: 2, gpus: 4, nic_Bps: 1.25e10}\n"
+
+
+def cluster_yaml_cases() -> list[Case]:
+    docs: dict[str, tuple[str, int | None, str | None]] = {
+        "inf nic": ("servers:\n  - {count: 2, gpus: 4, nic_Bps: .inf}\n", 2, "nic_Bps"),
+        "nan intra": ("servers:\n  - count: 2\n    gpus: 4\n    intra_Bps: .nan\n", 4, "intra_Bps"),
+        "zero reduction": ("reduction_Bps: 0\n" + _CLUSTER_OK, 1, "reduction_Bps"),
+        "inf latency": ("latency_inter_s: .inf\n" + _CLUSTER_OK, 1, "latency_inter_s"),
+        "huge latency": ("latency_inter_s: 1e300\n" + _CLUSTER_OK, 1, "latency_inter_s"),
+        "huge nic": ("servers:\n  - {count: 2, gpus: 4, nic_Bps: 1e308}\n", 2, "nic_Bps"),
+        "fractional gpus": ("servers:\n  - {count: 2, gpus: 4.5}\n", 2, "gpus"),
+        "bool gpus": ("servers:\n  - {count: 2, gpus: true}\n", 2, "gpus"),
+        "string gpus": ("servers:\n  - {count: 2, gpus: eight}\n", 2, "gpus"),
+        "huge count": ("servers:\n  - {count: 1000000000, gpus: 8}\n", 2, "count"),
+        "huge gpus": ("servers:\n  - {count: 1, gpus: 100000000}\n", 2, "gpus"),
+        "zero count": ("servers:\n  - {count: 0, gpus: 8}\n", 2, "count"),
+        "unknown key": ("servers:\n  - {count: 2, gpus: 4, colour: red}\n", 2, "colour"),
+        "unknown top key": ("bogus: 1\n" + _CLUSTER_OK, 1, "bogus"),
+        "duplicate key": ("servers:\n  - count: 2\n    gpus: 4\n    gpus: 8\n", 4, "gpus"),
+        "duplicate top key": (_CLUSTER_OK + "servers:\n  - {gpus: 1}\n", 3, "servers"),
+        "no servers": ("racks: []\n", None, "servers"),
+        "empty servers": ("servers: []\n", 1, "servers"),
+        "unknown rack": ("servers:\n  - {count: 2, gpus: 4, rack: r9}\n", 2, "rack"),
+        "rack zero uplink": ("racks:\n  - {name: r0, uplink_Bps: 0}\n" + _CLUSTER_OK, 2, "uplink_Bps"),
+        "rack inf uplink": ("racks:\n  - {name: r0, uplink_Bps: .inf}\n" + _CLUSTER_OK, 2, "uplink_Bps"),
+        "dup rack": ("racks:\n  - {name: r0, uplink_Bps: 1e9}\n  - {name: r0, uplink_Bps: 1e9}\n" + _CLUSTER_OK,
+                     3, "name"),
+        "dup server name": ("servers:\n  - {name: a, gpus: 4}\n  - {name: a, gpus: 4}\n", 3, "name"),
+        "list doc": ("- 1\n- 2\n", 1, None),
+        "scalar doc": ("42\n", 1, None),
+        "bad yaml": ("servers: [\n  {gpus: 4\n", 3, None),
+        "tab yaml": ("servers:\n\t- {gpus: 4}\n", 2, None),
+        "negative latency": ("latency_intra_s: -1\n" + _CLUSTER_OK, 1, "latency_intra_s"),
+        "string latency": ("latency_intra_s: fast\n" + _CLUSTER_OK, 1, "latency_intra_s"),
+        "servers mapping": ("servers: {gpus: 4}\n", 1, "servers"),
+        "multi doc": (_CLUSTER_OK + "---\n" + _CLUSTER_OK, 3, None),
+        "python tag": ("servers: !!python/object/apply:os.system ['true']\n", 1, None),
+    }
+    out = []
+    for i, (name, (text, row, fld)) in enumerate(docs.items()):
+        cmd = ["demo", "--cluster", "{d}/c.yaml"] if i % 2 else ["simulate", "--trace", "synthetic:3", "--cluster",
+                                                                 "{d}/c.yaml", "--policy", "fifo"]
+        out.append(Case(f"cluster-yaml {name}", cmd, {"c.yaml": text}, file="{d}/c.yaml", row=row, field=fld))
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi"))
+    out.append(Case("cluster-yaml alias bomb", ["demo", "--cluster", "{d}/c.yaml"], {"c.yaml": bomb},
+                    file="{d}/c.yaml"))
+    out.append(Case("cluster-yaml huge file", ["demo", "--cluster", "{d}/c.yaml"],
+                    {"c.yaml": _CLUSTER_OK + "#" * (8 << 20) + "\n"}, file="{d}/c.yaml"))
+    out.append(Case("cluster-yaml missing", ["demo", "--cluster", "{d}/none.yaml"], file="{d}/none.yaml"))
+    return out
+
+
+_ENTRY = "def main(ctx):\n    pass\n"
+_JOB = "  - name: j1\n    entry: trainmod:main\n    batch: 32\n    work: {samples: 1000}\n"
+
+
+def jobs_cases() -> list[Case]:
+    def job(**over) -> str:
+        fields = {"name": "j1", "entry": "trainmod:main", "batch": "32", "work": "{samples: 1000}"}
+        fields.update(over)
+        body = "".join(f"    {k}: {v}\n" for k, v in fields.items() if v is not None)
+        return "jobs:\n  - " + body[4:]
+
+    # (name, text, row, field): rows count from "jobs:" = 1, "- name" = 2, then one per key
+    docs = [
+        ("epochs inf", job(work="{epochs: .inf, epoch_samples: 10}"), 5, "epochs"),
+        ("epochs nan", job(work="{epochs: .nan, epoch_samples: 10}"), 5, "epochs"),
+        ("epochs huge", job(work="{epochs: 1e300, epoch_samples: 1000}"), 5, "epochs"),
+        ("samples huge", job(work="{samples: 1e300}"), 5, "samples"),
+        ("samples float", job(work="{samples: 10.5}"), 5, "samples"),
+        ("samples bool", job(work="{samples: true}"), 5, "samples"),
+        ("samples zero", job(work="{samples: 0}"), 5, "samples"),
+        ("samples and epochs", job(work="{samples: 10, epochs: 1}"), 5, "work"),
+        ("batch true", job(batch="true"), 4, "batch"),
+        ("batch float", job(batch="3.5"), 4, "batch"),
+        ("batch string", job(batch="big"), 4, "batch"),
+        ("batch huge", job(batch="99999999999999999999"), 4, "batch"),
+        ("batch zero", job(batch="0"), 4, "batch"),
+        ("arrival inf", job(arrival_s=".inf"), 6, "arrival_s"),
+        ("arrival huge", job(arrival_s="1e300"), 6, "arrival_s"),
+        ("arrival negative", job(arrival_s="-1"), 6, "arrival_s"),
+        ("min_workers float", job(min_workers="1.5"), 6, "min_workers"),
+        ("max below min", job(min_workers="4", max_workers="2"), 2, "max_workers"),
+        ("max_workers huge", job(max_workers="100000"), 6, "max_workers"),
+        ("seed negative", job(seed="-1"), 6, "seed"),
+        ("seed bool", job(seed="false"), 6, "seed"),
+        ("unknown key", job(colour="red"), 6, "colour"),
+        ("bad name", job(name="'a b'"), 2, "name"),
+        ("bad entry", job(entry="not an entry"), 3, "entry"),
+        ("missing entry module", job(entry="nosuchmod:main"), 3, "entry"),
+        ("missing batch", job(batch=None), 2, "batch"),
+        ("missing work", job(work=None), 2, "work"),
+        ("utility inf", job(utility="{kind: linear, value: .inf, slope_per_s: 1}"), 6, "value"),
+        ("utility kind", job(utility="{kind: cubic}"), 6, "kind"),
+        ("utility missing", job(utility="{kind: sigmoid, value: 1}"), 6, "utility"),
+        ("args not plain", job(args="{f: !!binary aGVsbG8=}"), 6, "args"),
+        ("duplicate key", job() + "    batch: 64\n", 6, "batch"),
+        ("duplicate job", "jobs:\n" + _JOB + _JOB, 6, "name"),
+        ("empty jobs", "jobs: []\n", 1, "jobs"),
+        ("not a mapping", "42\n", 1, None),
+        ("bad yaml", "jobs:\n  - name: [j1\n", 3, None),
+        ("extra top key", "jobs:\n" + _JOB + "when: now\n", 6, "when"),
+        ("tenant number", job(tenant="[1, 2]"), 6, "tenant"),
+    ]
+    out = []
+    for name, text, row, fld in docs:
+        argv = ["run", "--jobs", "{d}/jobs.yaml", "--cluster", "1x2", "--state", "{d}/statefile"]
+        out.append(Case(f"jobs {name}", argv, {"jobs.yaml": text, "trainmod.py": _ENTRY, "statefile": "x"},
+                        file="{d}/jobs.yaml", row=row, field=fld))
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi")) + "jobs: *i\n"
+    out.append(Case("jobs alias bomb", ["run", "--jobs", "{d}/jobs.yaml", "--state", "{d}/statefile"],
+                    {"jobs.yaml": bomb, "statefile": "x"}, file="{d}/jobs.yaml"))
+    for spec in ("demo:0", "demo:65", "demo:3,scale=0", "demo:3,scale=1e300", "demo:x", "demo:3,scale=2,scale=3"):
+        out.append(Case(f"jobs {spec}", ["run", "--jobs", spec, "--state", "{d}/statefile"], {"statefile": "x"},
+                        field="jobs"))
+    return out
+
+
+_FIT_OK = [["1", "32", "0.1"], ["2", "32", "0.12"], ["4", "32", "0.15"], ["22", "32", "0.2"], ["44", "32", "0.3"]]
+
+
+def model_cases() -> list[Case]:
+    def fit_case(name, header, rows, row=None, fld=None, extra=()):
+        return Case(f"model-fit {name}", ["model", "fit", "{d}/data.csv", *extra],
+                    {"data.csv": _table_text(header, rows, ",")}, file="{d}/data.csv", row=row, field=fld)
+
+    h = ["placement", "local_bsz", "step_time"]
+    out = []
+    bad = {"placement": ["", "0", "x1", "1234567890", "-1"], "local_bsz": ["", "0", "1.5", "x", "1e300", "inf",
+                                                                          "99999999999999999999"],
+           "step_time": ["", "0", "-1", "inf", "nan", "x", "1e308", "1e-320"]}
+    k = 0
+    for col, vals in bad.items():
+        for v in vals:
+            rows = [list(r) for r in _FIT_OK]
+            r = k % len(rows)
+            k += 1
+            rows[r][h.index(col)] = v
+            out.append(fit_case(f"{col}={v!r}", h, rows, r + 2, col))
+    shape = ["num_nodes", "num_replicas", "local_bsz", "step_time", "max_per_node"]
+    srows = [["1", "1", "32", "0.1", "1"], ["1", "4", "32", "0.2", "4"], ["2", "8", "32", "0.3", "4"]]
+    for col, v in (("num_nodes", "0"), ("num_replicas", "1"), ("max_per_node", "9"), ("num_nodes", "1e300"),
+                   ("num_replicas", "1.5"), ("max_per_node", "0")):
+        rows = [list(r) for r in srows]
+        rows[2][shape.index(col)] = v
+        out.append(fit_case(f"shape {col}={v}", shape, rows, 4, col))
+    out.append(fit_case("dup column", h + ["step_time"], [r + ["0.5"] for r in _FIT_OK], 1, "step_time"))
+    out.append(fit_case("no step_time", h[:2], [r[:2] for r in _FIT_OK], 1, "step_time"))
+    out.append(fit_case("no local_bsz", ["placement", "step_time"], [[r[0], r[2]] for r in _FIT_OK], 1, "local_bsz"))
+    out.append(fit_case("long line", h, _FIT_OK[:2] + [_FIT_OK[2] + ["9"]] + _FIT_OK[3:], 4))
+    out.append(fit_case("header only", h, []))
+    out.append(Case("model-fit empty", ["model", "fit", "{d}/data.csv"], {"data.csv": ""}, file="{d}/data.csv"))
+    out.append(Case("model-fit binary", ["model", "fit", "{d}/data.csv"], {"data.csv": b"\xff\xfe\x00\x9c"},
+                    file="{d}/data.csv"))
+    out.append(Case("model-fit missing", ["model", "fit", "{d}/none.csv"], file="{d}/none.csv"))
+    # degenerate data whose fit is not finite: tiny step times
+    tiny = [[p, "32", "1e-300"] for p in ("1", "2", "4", "22", "44")]
+    out.append(fit_case("tiny step times", h, tiny, None, "step_time"))
+    out.append(fit_case("unknown model", h, _FIT_OK, None, "model", extra=("--model", "nosuch")))
+    out.append(Case("model-fit out is folder", ["model", "fit", "{d}/data.csv", "--out", "{d}/outdir"],
+                    {"data.csv": _table_text(h, _FIT_OK, ","), "outdir/keep": ""}, file="{d}/outdir", field="out"))
+    out.append(Case("model-fit out in missing folder", ["model", "fit", "{d}/data.csv", "--out", "{d}/no/such/p.json"],
+                    {"data.csv": _table_text(h, _FIT_OK, ",")}, file="{d}/no/such/p.json", field="out"))
+    # predict
+    params_ok = ('{"format": "ringsched-step-model/1", "model": "ring", "params": {}}')
+    q = _table_text(["placement", "local_bsz"], [["1", "32"], ["22", "64"]], ",")
+    pred = {
+        "not json": ("{oops", q, "{d}/p.json", None, None),
+        "wrong format": ('{"format": "x"}', q, "{d}/p.json", None, None),
+        "nan param": ('{"format": "ringsched-step-model/1", "model": "ring", "params": {"alpha_c": NaN}}', q,
+                      "{d}/p.json", None, "alpha_c"),
+        "inf param": ('{"format": "ringsched-step-model/1", "model": "ring", "params": {"alpha_c": Infinity}}', q,
+                      "{d}/p.json", None, "alpha_c"),
+        "string param": ('{"format": "ringsched-step-model/1", "model": "ring", "params": {"alpha_c": "x"}}', q,
+                         "{d}/p.json", None, "alpha_c"),
+        "unknown param": ('{"format": "ringsched-step-model/1", "model": "ring", "params": {"zeta": 1}}', q,
+                          "{d}/p.json", None, "zeta"),
+        "dup key": ('{"format": "ringsched-step-model/1", "model": "ring", "model": "pollux", "params": {}}', q,
+                    "{d}/p.json", None, "model"),
+        "params list": ('[1, 2]', q, "{d}/p.json", None, None),
+        "query bad bsz": (params_ok, _table_text(["placement", "local_bsz"], [["1", "32"], ["2", "0"]], ","),
+                          "{d}/q.csv", 3, "local_bsz"),
+        "query bad placement": (params_ok, _table_text(["placement", "local_bsz"], [["1", "32"], ["2a", "8"]], ","),
+                                "{d}/q.csv", 3, "placement"),
+    }
+    for name, (p, qq, f, row, fld) in pred.items():
+        out.append(Case(f"model-predict {name}", ["model", "predict", "{d}/p.json", "{d}/q.csv"],
+                        {"p.json": p, "q.csv": qq}, file=f, row=row, field=fld))
+    out.append(Case("model-predict out folder", ["model", "predict", "{d}/p.json", "{d}/q.csv", "--out", "{d}/o"],
+                    {"p.json": params_ok, "q.csv": q, "o/keep": ""}, file="{d}/o", field="out"))
+    out.append(Case("model-fidelity missing", ["model", "fidelity", "{d}/nodir"], file="{d}/nodir"))
+    out.append(Case("model-fidelity empty", ["model", "fidelity", "{d}/e"], {"e/readme": ""}, file="{d}/e"))
+    out.append(Case("model-table cluster", ["model", "table", "--cluster", "4x8,racks=1.5"], field="cluster"))
+    out.append(Case("model-table model", ["model", "table", "--model", "nosuch"], field="model"))
+    return out
+
+
+def option_cases() -> list[Case]:
+    """Numeric options, output paths, policy and objective specs, usage errors."""
+    sim = ["simulate", "--trace", "synthetic:3", "--cluster", "1x2", "--policy", "fifo"]
+    cmp_ = ["compare", "--trace", "synthetic:3", "--cluster", "1x2", "--policies", "fifo", "--out", "{d}/o"]
+    swp = ["sweep", "--trace", "synthetic:3", "--cluster", "1x2", "--policies", "fifo", "--seeds", "0",
+           "--loads", "1", "--out", "{d}/o"]
+    out = []
+    numeric = {"--seed": ["-1", "1e3", "99999999999999999999999", "x"],
+               "--slot-s": ["0", "-1", "nan", "inf", "1e-300", "1e300"],
+               "--restart-s": ["-1", "nan", "1e300"], "--checkpoint-s": ["0", "inf", "1e-300"],
+               "--mtbf": ["1e-9", "0", "-1", "nan", "inf"], "--mttr": ["0", "-1", "nan", "1e-12", "1e300"],
+               "--horizon-s": ["-1", "0", "nan", "inf", "1e300"]}
+    k = 0
+    for opt, vals in numeric.items():
+        for v in vals:
+            base = (sim, cmp_, swp)[k % 3] if opt != "--seed" or k % 3 != 2 else sim
+            k += 1
+            out.append(Case(f"{base[0]} {opt} {v}", [*base, opt, v], field=opt.lstrip("-")))
+    for v in ("1e-300", "0", "-1", "nan", "inf", "1e300", "x", ""):
+        out.append(Case(f"sweep --loads {v}", [*swp[:-4], "--loads", v, "--out", "{d}/o"], field="loads"))
+    for v in ("x", "-1", "5-2", "1-99999999999"):
+        out.append(Case(f"sweep --seeds {v}", [*swp[:7], "--seeds", v, "--loads", "1", "--out", "{d}/o"],
+                        field="seeds"))
+    for v in ("0.1", "1", "nan"):
+        out.append(Case(f"sweep --confidence {v}", [*swp, "--confidence", v], field="confidence"))
+    for v in ("0", "-1", "x"):
+        out.append(Case(f"compare --workers {v}", [*cmp_, "--workers", v], field="workers"))
+    out.append(Case("sweep --engine", [*swp, "--engine", "nosuch"], field="engine"))
+    # output paths
+    files = {"existing": "x", "ro/keep": ""}
+    out.append(Case("simulate --out is a file", [*sim, "--out", "{d}/existing"], files, file="{d}/existing",
+                    field="out"))
+    out.append(Case("simulate --out unwritable", [*sim, "--out", "{d}/ro/sub"], files, file="{d}/ro/sub",
+                    field="out", mode={"ro": 0o500}))
+    out.append(Case("compare --out is a file", [*cmp_[:-2], "--out", "{d}/existing"], files, file="{d}/existing",
+                    field="out"))
+    out.append(Case("compare --out unwritable", [*cmp_[:-2], "--out", "{d}/ro/sub"], files, file="{d}/ro/sub",
+                    field="out", mode={"ro": 0o500}))
+    out.append(Case("sweep --out is a file", [*swp[:-2], "--out", "{d}/existing"], files, file="{d}/existing",
+                    field="out"))
+    out.append(Case("sweep --out unwritable", [*swp[:-2], "--out", "{d}/ro/sub"], files, file="{d}/ro/sub",
+                    field="out", mode={"ro": 0o500}))
+    out.append(Case("optimum --details folder", ["optimum-check", "--instances", "1", "--details", "{d}/ro"], files,
+                    file="{d}/ro", field="details"))
+    out.append(Case("model-fit --out unwritable",
+                    ["model", "fit", "{d}/data.csv", "--out", "{d}/ro/p.json"],
+                    {**files, "data.csv": _table_text(["placement", "local_bsz", "step_time"], _FIT_OK, ",")},
+                    file="{d}/ro/p.json", field="out", mode={"ro": 0o500}))
+    # optimum-check
+    for opt, v in (("--instances", "0"), ("--max-jobs", "13"), ("--max-slots", "5"), ("--time-limit", "nan"),
+                   ("--time-limit", "-1"), ("--workers", "0"), ("--zeta", "nope"), ("--seed", "-1"),
+                   ("--instances", "99999999999"), ("--time-limit", "1e300")):
+        out.append(Case(f"optimum-check {opt} {v}", ["optimum-check", opt, v], field=opt.lstrip("-")))
+    # policies and objectives at the CLI boundary
+    pols = ["nosuch", "fifo:x=1", "gadget:admission=strict,admission=deferred", "gadget:admission=maybe",
+            "gadget:pack_slack=nan", "gadget:pack_slack=1e400", "fifo:", "gadget:=3", ":x"]
+    for i, p in enumerate(pols):
+        if i % 2:
+            out.append(Case(f"policy {p}", [*sim[:-2], "--policy", p], field="policy"))
+        else:
+            out.append(Case(f"policies {p}", [*cmp_[:7], p, "--out", "{d}/o"], field="policies"))
+    out.append(Case("run --policy", ["run", "--policy", "nosuch", "--state", "{d}/s"], field="policy"))
+    out.append(Case("run --backend", ["run", "--backend", "nosuch", "--state", "{d}/s"], field="backend"))
+    out.append(Case("run --slot-s", ["run", "--slot-s", "0", "--state", "{d}/s"], field="slot-s"))
+    out.append(Case("run --checkpoint-s", ["run", "--checkpoint-s", "nan", "--state", "{d}/s"], field="checkpoint-s"))
+    out.append(Case("run --cluster", ["run", "--cluster", "2x2,racks=1.5", "--state", "{d}/s"], field="cluster"))
+    objs = ["nosuch", "jct,x=1", "deadline,slack=nan", "jct,,", "energy,idle_w=inf", "fairness,rho=1,rho=2"]
+    for o in objs:
+        out.append(Case(f"objective {o}", [*sim, "--objective", o], field="objective"))
+    # usage errors: click's own
+    usage = [(["simulate", "--bogus"], "bogus"), (["simulate", "--seed"], "seed"),
+             (["simulate", "--seed", "abc"], "seed"), (["nosuchcommand"], "nosuchcommand"),
+             (["model", "fit"], "DATA"), (["model", "nosuch"], "nosuch"), (["compare"], "out"),
+             (["sweep", "--trace", "synthetic:3"], "out"), (["simulate", "--limit", "0"], "limit"),
+             (["model", "fidelity", "--seeds", "0", "{d}"], "seeds"), (["simulate", "--slot-s", "fast"], "slot-s"),
+             (["run", "--json", "extra-arg"], "extra-arg")]
+    for argv, fld in usage:
+        out.append(Case(f"usage {' '.join(argv)}", argv, field=fld))
+    return out
+
+
+def cases() -> list[Case]:
+    return trace_cases() + spec_cases() + cluster_yaml_cases() + jobs_cases() + model_cases() + option_cases()

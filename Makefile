@@ -1,9 +1,11 @@
-# Two entry points (see README): `make demo` and `make test`. Both create .venv on first use.
+# Entry points (see README): `make demo`, `make test`, `make test-fast`. All create .venv on first use
+# and install everything pinned in requirements.lock (torch and Ray included).
 PYTHON ?= python3.11
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
+FAST := not slow and not backend and not browser
 
-.PHONY: demo table test clean
+.PHONY: demo table test test-fast lint-imports browser clean
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,14 +15,26 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/ringsched compare --trace synthetic:1000 --cluster 16x8 --policies all --out results/demo
-
-table: $(STAMP)
 	$(VENV)/bin/ringsched demo
 
-test: $(STAMP)
-	sh scripts/install_chromium.sh
+table: $(STAMP)
+	$(VENV)/bin/ringsched model table
+
+# The layer contracts of pyproject.toml ([tool.importlinter]); tests/test_layers.py runs them too.
+lint-imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+# The full suite: every test, the slow, backend and browser ones included.
+test: $(STAMP) lint-imports
 	$(VENV)/bin/python -m pytest
+
+# Everything but the tests marked slow, backend or browser (pyproject.toml lists the markers).
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -m "$(FAST)"
+
+# Chromium for tests/test_report_browser.py (Debian's package; needs root). CI runs it before `make test`.
+browser:
+	sh scripts/install_chromium.sh
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -37,7 +37,7 @@ BASELINES = ("fifo", "srtf", "drf", "tiresias", "optimus", "themis", "sjf-bco", 
 
 def run(trace: str, cluster: str, vc: str | None, limit: int | None, policy: str) -> dict:
     from ringsched.cli.workload import load_workload
-    from ringsched.objectives.registry import run_with_objective
+    from ringsched.experiment.run import run_one as run_with_objective
     from ringsched.simulator import SimConfig
 
     wl = load_workload(trace, cluster, vc=vc, window=None, limit=limit, seed=0, rigid=False)

@@ -10,11 +10,11 @@ import pytest
 from ringsched.cluster.model import parse_spec
 from ringsched.errors import InputError
 from ringsched.job import Job
-from ringsched.objectives.builtin import FairUtility, alpha_fair_welfare, isolated_s
-from ringsched.objectives.curves import Curve, learning_curve, online_stop_epochs
-from ringsched.objectives.defaults import jct_utility
-from ringsched.objectives.registry import objective_names, parse_objective, run_with_objective
-from ringsched.objectives.utility import DeadlineUtility
+from ringsched.experiment.objectives.builtin import FairUtility, alpha_fair_welfare, isolated_s
+from ringsched.experiment.objectives.curves import Curve, learning_curve, online_stop_epochs
+from ringsched.experiment.objectives.registry import objective_names, parse_objective
+from ringsched.experiment.run import run_one as run_with_objective
+from ringsched.utility import DeadlineUtility, jct_utility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.simulator import SimConfig, Simulator
 from ringsched.simulator.metrics import jain_index

@@ -53,14 +53,18 @@ def test_local_sweep_writes_cells_intervals_and_report(local_run):
         row = agg[(agg["load"] == load) & (agg["policy"] == pol) & (agg["metric"] == "mean_jct_s")].iloc[0]
         lo, hi = stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
         assert row["n"] == 2 and row["mean"] == pytest.approx(x.mean())
-        assert row["ci_low"] == pytest.approx(lo) and row["ci_high"] == pytest.approx(hi)
+        # the interval is clipped to possible values: a JCT is never negative
+        assert row["ci_low"] == pytest.approx(max(lo, 0.0)) and row["ci_high"] == pytest.approx(hi)
+    assert (agg["ci_low"] >= 0).all()  # no impossible values (the old worst-rho band went to -60)
     html = (out / "report.html").read_text()
-    assert 'id="sweep-mean-jct-s"' in html and "<script" not in html
+    assert 'id="sweep-mean-jct-s"' in html and "<script" not in html and 'id="sweep-table"' in html
+    for f in ("paired.csv", "experiment.yaml", "run.json"):
+        assert (out / f).stat().st_size > 0, f
     assert stdout.strip().splitlines()[-1] == f"report: {out / 'report.html'}"
 
 
 def test_load_factor_divides_arrival_times():
-    from ringsched.cli.sweep_cmd import scale_arrivals
+    from ringsched.experiment.workload import scale_arrivals
     from ringsched.cli.workload import load_workload
 
     jobs = load_workload("synthetic:20", "2x8", vc=None, window=None, limit=None, seed=0, rigid=False).jobs
@@ -68,6 +72,20 @@ def test_load_factor_divides_arrival_times():
     assert [j.arrival_s / 2 for j in jobs] == [j.arrival_s for j in fast]
     assert [j.job_id for j in jobs] == [j.job_id for j in fast]
     assert scale_arrivals(jobs, 1.0) == jobs
+
+
+def test_paired_differences_are_per_seed_against_the_baseline():
+    """Seed-to-seed spread shared by both policies cancels: b is a + 10 on every seed, so the
+    paired interval is the point 10 while the unpaired intervals overlap widely."""
+    from ringsched.reports import paired_differences
+
+    a = [100.0, 300.0, 500.0]
+    cells = pd.DataFrame({"cluster": "c", "load": 1.0, "seed": [0, 1, 2] * 2, "policy": ["a"] * 3 + ["b"] * 3,
+                          "mean_jct_s": a + [x + 10.0 for x in a]})
+    d = paired_differences(cells, "a")
+    row = d[(d["policy"] == "b") & (d["metric"] == "mean_jct_s")].iloc[0]
+    assert (row["n"], row["mean_diff"], row["ci_low"], row["ci_high"]) == (3, 10.0, 10.0, 10.0)
+    assert set(d["policy"]) == {"b"} and (d["baseline"] == "a").all()
 
 
 def test_t_interval_with_one_seed_is_a_point():

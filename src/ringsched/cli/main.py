@@ -18,21 +18,38 @@ from ringsched.errors import InputError
 app = typer.Typer(
     name="ringsched",
     help="GADGET online scheduling of ring-all-reduce training jobs: model, policies, simulator.",
+    epilog="Example: ringsched demo   (every policy on the built-in demo workload; report in results/demo)",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
 app.add_typer(model_cmd.app, name="model")
-app.command("simulate")(simulate_cmd.simulate)
-app.command("compare")(compare_cmd.compare)
-app.command("sweep")(sweep_cmd.sweep)
-app.command("run")(run_cmd.run)
-app.command("optimum-check")(optimum_cmd.optimum_check)
+app.command("simulate", epilog=simulate_cmd.EPILOG)(simulate_cmd.simulate)
+app.command("compare", epilog=compare_cmd.EPILOG)(compare_cmd.compare)
+app.command("sweep", epilog=sweep_cmd.EPILOG)(sweep_cmd.sweep)
+app.command("run", epilog="Example: ringsched run --backend local --cluster 2x2 --jobs demo:3 --policy gadget")(
+    run_cmd.run)
+app.command("optimum-check", epilog="Example: ringsched optimum-check --instances 20 --seed 0")(
+    optimum_cmd.optimum_check)
 
 
-@app.command("policies")
+def _version(value: bool) -> None:
+    if value:
+        from ringsched.version import __version__
+
+        print(f"ringsched {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_flag=True, callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """GADGET online scheduling of ring-all-reduce training jobs: model, policies, simulator."""
+
+
+@app.command("policies", epilog="Example: ringsched policies")
 def policies() -> None:
-    """List the scheduling policies."""
+    """List the scheduling policies (built in, and from installed packages' ringsched.policies entry points)."""
     from ringsched.policies import policy_class, policy_names
 
     for name in policy_names():
@@ -41,12 +58,21 @@ def policies() -> None:
         print(f"{name:10s} {doc.splitlines()[0] if doc else ''}")
 
 
-@app.command()
+@app.command(epilog="Example: ringsched demo --out results/demo")
 def demo(
-    cluster: str = typer.Option("16x8", help="Cluster spec NxG[,key=value...] or a YAML file."),
+    out: str = typer.Option("results/demo", "--out", help="Folder for the demo's tables and report.html."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Worker processes (default: min(policies, CPUs))."),
 ) -> None:
-    """Predicted iteration time, throughput and scaling of the built-in models on a cluster."""
-    model_cmd.print_catalogue_tables(cluster)
+    """What `make demo` runs: every policy on the built-in demo workload (demo:1000 on 16x8); table and report."""
+    args = ["compare", "--trace", DEMO_TRACE, "--cluster", "16x8", "--policies", "all", "--out", out]
+    if workers:
+        args += ["--workers", str(workers)]
+    code = app(args, standalone_mode=False)
+    if code:
+        raise typer.Exit(code)
+
+
+DEMO_TRACE = "demo:1000"
 
 
 def main() -> None:

@@ -15,10 +15,15 @@ from rich.table import Table
 from ringsched.cli import workload as w
 from ringsched.errors import InputError
 
-# The fields printed in the terminal table, in order (the JSON has them all).
-TABLE_FIELDS = ("policy", "objective", "jobs", "completed", "waiting", "rejected", "mean_jct_s", "p50_jct_s", "p99_jct_s",
-                "makespan_s", "total_utility", "gpu_utilization", "energy_kwh", "worst_ftf_rho",
-                "preemptions", "restarts", "wall_s")
+# The count fields printed before the catalogue's metrics (the JSON has every field).
+COUNT_FIELDS = ("jobs", "completed", "waiting", "rejected", "restarts")
+
+EPILOG = """Examples:
+
+  ringsched simulate --trace demo:1000 --cluster 16x8 --policy gadget
+
+  ringsched simulate --trace philly:../shared/traces/philly-pollux/philly.csv --cluster 64x8 --policy tiresias --json
+"""
 
 
 class LazyProgress:
@@ -48,18 +53,22 @@ class LazyProgress:
             self.bar.stop()
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.0f}"
-    return "-" if v is None else str(v)
-
-
 def print_summary(summary: dict, console: Console) -> None:
-    table = Table(title=f"{summary['policy']} on {summary.get('trace', '')} ({summary['cluster']})")
+    """The summary as a two-column table: counts, then the catalogue's metrics with their units
+    (the same labels and units as ``compare``)."""
+    from rich.text import Text
+
+    from ringsched.reports import TABLE_METRICS
+
+    table = Table(title=Text(f"{summary['policy']} on {summary.get('workload', summary.get('trace', ''))}"))
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for k in TABLE_FIELDS:
-        table.add_row(k, _fmt(summary.get(k)))
+    for k in COUNT_FIELDS:
+        table.add_row(k + " (jobs)" if k != "restarts" else k, f"{summary.get(k, 0):,}")
+    for m in TABLE_METRICS:
+        if m.key in summary and m.key not in COUNT_FIELDS:
+            table.add_row(m.label, m.show(summary.get(m.key)))
+    table.add_row("wall time (s)", f"{summary['wall_s']:,.1f}")
     console.print(table)
 
 
@@ -83,38 +92,36 @@ def simulate(
     mttr: float = typer.Option(2.0, "--mttr", help="Mean time to repair a failed server, hours."),
     contention: bool = typer.Option(False, "--contention", help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world."),
     horizon_s: float = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting."),
-    objective: str = w.ObjectiveOpt,
     estimates: str = w.EstimatesOpt,
+    objective: str = w.ObjectiveOpt,
     out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, summary.json here."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
 ) -> None:
     """Simulate one policy on a trace and a cluster."""
-    from ringsched.objectives.registry import parse_objective, run_with_objective
+    from ringsched.experiment.objectives import parse_objective
+    from ringsched.experiment.run import run_one
+    from ringsched.experiment.workload import describe_workload
     from ringsched.policies.registry import parse_policy
-    from ringsched.simulator import SimConfig
-    from ringsched.simulator.estimates import parse_estimates
 
     t0 = time.perf_counter()
     if admission is not None:
         policy += ("," if ":" in policy else ":") + f"admission={admission}"
     parse_policy(policy)  # unknown policy or option -> one line, exit 2
     obj = parse_objective(objective)
-    try:
-        cfg = SimConfig(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf_h=mtbf,
-                        mttr_h=mttr, contention=contention, seed=seed, horizon_s=horizon_s,
-                        estimates=parse_estimates(estimates))
-    except ValueError as e:
-        raise InputError(str(e), field="options") from None
+    cfg = w.simulator_settings(dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
+                                    mttr=mttr, contention=contention, horizon_s=horizon_s,
+                                    estimates=estimates)).sim_config(seed)
     wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,
                          skip_bad_rows=skip_bad_rows)
-    wl.report_bad_rows(Console(stderr=True))
+    w.report_bad_rows(wl, Console(stderr=True))
     bar = LazyProgress(f"{policy}", len(wl.jobs))
     try:
-        result = run_with_objective(obj, wl.jobs, wl.cluster, policy, cfg, progress=bar)
+        result = run_one(obj, wl.jobs, wl.cluster, policy, cfg, progress=bar)
     finally:
         bar.close()
     s = result.summary
     s["trace"] = trace
+    s["workload"] = describe_workload(wl.trace, cluster, seed, 1.0)
     s["sim_wall_s"] = s["wall_s"]
     s["wall_s"] = time.perf_counter() - t0
     s["jobs_per_s"] = s["jobs"] / s["sim_wall_s"] if s["sim_wall_s"] > 0 else None
@@ -124,7 +131,9 @@ def simulate(
     if as_json:
         sys.stdout.write(json.dumps(s) + "\n")
     else:
-        print_summary(s, Console())
+        from ringsched.reports.terminal import stdout_console
+
+        print_summary(s, stdout_console())
     if s["interrupted"]:
         Console(stderr=True).print("interrupted: partial results kept" + (f" in {out}" if out else ""))
         raise typer.Exit(130)

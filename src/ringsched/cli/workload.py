@@ -1,16 +1,20 @@
-"""What every command that takes a trace shares: its options and "trace + cluster -> jobs"."""
+"""The options every command that takes a trace shares, and their mapping onto the experiment
+settings (``ringsched.experiment.config``). Parsing only: loading and running live in
+``ringsched.experiment``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pathlib import Path
 
+import click
 import typer
 
-from ringsched.cluster.model import Cluster, load_cluster
-from ringsched.errors import InputError
-from ringsched.job import Job
+from ringsched.experiment.config import SimulatorSettings, TraceSettings, build, load_config, with_overrides
+from ringsched.experiment.workload import Workload
+from ringsched.experiment.workload import load_workload as _load
+from ringsched.experiment.workload import resolve_policies
 
-TRACE_HELP = ("Trace: synthetic:N[,key=value...] (built in), philly:PATH, pollux:PATH, itp:PATH, "
+TRACE_HELP = ("Trace: synthetic:N[,key=value...] or demo:N (built in), philly:PATH, pollux:PATH, itp:PATH, "
               "gavel:PATH, elasticflow:PATH or alibaba:PATH (docs/traces.md).")
 
 TraceOpt = typer.Option("synthetic:2000", "--trace", help=TRACE_HELP)
@@ -19,46 +23,11 @@ VcOpt = typer.Option(None, "--vc", help="Keep one virtual cluster / tenant of th
 WindowOpt = typer.Option(None, "--window", help="START:END, submission-time window in seconds from the trace's start.")
 LimitOpt = typer.Option(None, "--limit", min=1, help="Keep the first N jobs by arrival.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the synthetic trace, the model mapping and failures.")
+LoadOpt = typer.Option(1.0, "--load", help="Arrival-rate factor: every arrival time is divided by it (2 = twice as fast).")
 RigidOpt = typer.Option(False, "--rigid", help="Pin every job to its requested GPUs (default: elastic 1..requested).")
 SkipBadRowsOpt = typer.Option(False, "--skip-bad-rows",
                               help="Leave out trace rows that fail a check, and count them, instead of stopping "
                                    "at the first.")
-
-
-@dataclass
-class Workload:
-    trace: str
-    cluster: Cluster
-    jobs: list[Job]
-    dropped: int
-    bad_rows: int = 0  # rows left out by --skip-bad-rows
-    bad_row_examples: tuple[str, ...] = ()
-
-    def report_bad_rows(self, console) -> None:
-        """One line on ``console`` (stderr) when --skip-bad-rows left rows out."""
-        if self.bad_rows:
-            console.print(f"skipped {self.bad_rows:,} bad trace row(s); first: {self.bad_row_examples[0]}",
-                          markup=False, highlight=False, soft_wrap=True)
-
-
-def load_workload(trace: str, cluster: str, *, vc: str | None, window: str | None, limit: int | None,
-                  seed: int, rigid: bool, skip_bad_rows: bool = False) -> Workload:
-    from ringsched.traces import load_trace, parse_window
-    from ringsched.traces.convert import to_jobs
-
-    cl = load_cluster(cluster)
-    win = parse_window(window) if window else None
-    frame = load_trace(trace, vc=vc, window=win, limit=limit, seed=seed, skip_bad_rows=skip_bad_rows)
-    jobs = to_jobs(frame, cl, seed=seed, elastic=not rigid, source=trace)
-    if not jobs:
-        raise InputError("the trace has no jobs after filtering", field="trace")
-    return Workload(trace, cl, jobs, int(frame.attrs.get("dropped", 0) or 0), int(frame.attrs.get("bad_rows", 0)),
-                    tuple(frame.attrs.get("bad_row_examples", ())))
-
-
-# --- Options shared by the commands that run the simulator (compare, sweep). -----------------
-# Added for issue 5; `simulate` still declares its own copies of the simulator options.
-
 SlotSOpt = typer.Option(300.0, "--slot-s", help="Scheduling slot (round) length, seconds.")
 RestartSOpt = typer.Option(30.0, "--restart-s", help="Checkpoint-restart cost of a placement change, seconds.")
 CheckpointSOpt = typer.Option(1800.0, "--checkpoint-s", help="Checkpoint interval while running, seconds.")
@@ -76,59 +45,61 @@ WorkersOpt = typer.Option(None, "--workers", min=1, help="Worker processes (defa
 EstimatesOpt = typer.Option("exact", "--estimates",
                             help="What policies know of each job's work: exact, lognormal:SIGMA or user:FACTOR "
                                  "(docs/metrics.md); the world runs the true work.")
+ConfigOpt = typer.Option(None, "--config", help="EXPERIMENT.yaml (e.g. a previous run's DIR/experiment.yaml); "
+                         "options given on the command line override its values.")
+
+# command-line parameter -> dotted field of the experiment config (for --config overrides)
+TRACE_FIELDS = {"trace": "trace.trace", "vc": "trace.vc", "window": "trace.window", "limit": "trace.limit",
+                "rigid": "trace.rigid", "skip_bad_rows": "trace.skip_bad_rows"}
+SIM_FIELDS = {"slot_s": "simulator.slot_s", "restart_s": "simulator.restart_s",
+              "checkpoint_s": "simulator.checkpoint_s", "mtbf": "simulator.mtbf_h", "mttr": "simulator.mttr_h",
+              "contention": "simulator.contention", "horizon_s": "simulator.horizon_s",
+              "estimates": "simulator.estimates"}
 
 
-def sim_config_kwargs(*, slot_s: float, restart_s: float, checkpoint_s: float, mtbf: float | None,
-                      mttr: float, contention: bool, horizon_s: float | None, estimates: str = "exact") -> dict:
-    """The simulator options as ``SimConfig`` keyword arguments (without the seed), validated."""
-    from ringsched.simulator import SimConfig
-    from ringsched.simulator.estimates import parse_estimates
+def trace_settings(p: dict) -> TraceSettings:
+    return build(TraceSettings, **{k: p[k] for k in TRACE_FIELDS})
 
-    kw = dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf_h=mtbf, mttr_h=mttr,
-              contention=contention, horizon_s=horizon_s, estimates=parse_estimates(estimates).spec())
-    try:
-        SimConfig(**kw)
-    except ValueError as e:
-        raise InputError(str(e), field="options") from None
-    return kw
+
+def simulator_settings(p: dict) -> SimulatorSettings:
+    return build(SimulatorSettings, **{f.split(".")[1]: p[k] for k, f in SIM_FIELDS.items()})
+
+
+def given_on_command_line(ctx: typer.Context) -> set[str]:
+    return {name for name in ctx.params
+            if ctx.get_parameter_source(name) in (click.core.ParameterSource.COMMANDLINE,
+                                                  click.core.ParameterSource.ENVIRONMENT)}
+
+
+def merge_config(ctx: typer.Context, config: Path, kind, fields: dict[str, str], convert: dict | None = None):
+    """The experiment file ``config`` with every option given on the command line applied."""
+    base = load_config(config, kind)
+    convert = convert or {}
+    overrides = {fields[k]: convert.get(k, lambda v: v)(ctx.params[k]) for k in given_on_command_line(ctx)
+                 if k in fields}
+    return with_overrides(base, overrides)
+
+
+def load_workload(trace: str, cluster: str, *, vc: str | None, window: str | None, limit: int | None,
+                  seed: int, rigid: bool, skip_bad_rows: bool = False) -> Workload:
+    """The workload of the command-line options (a thin adapter over the experiment layer)."""
+    return _load(build(TraceSettings, trace=trace, vc=vc, window=window, limit=limit, rigid=rigid,
+                       skip_bad_rows=skip_bad_rows), cluster, seed=seed)
 
 
 def parse_policies(text: str) -> list[str]:
-    """``"all"`` or ``"a,b,c"`` -> policy specs, in the given order, no duplicates. A spec may carry
-    options, ``gadget:admission=strict,pack_slack=100``: an item with ``=`` and no ``:`` belongs
-    to the spec before it."""
-    from ringsched.policies import policy_names
-    from ringsched.policies.registry import parse_policy
-
-    text = (text or "").strip()
-    if text.lower() == "all":
-        return policy_names()
-    specs: list[str] = []
-    for item in (p.strip() for p in text.split(",")):
-        if "=" in item and ":" not in item and specs:
-            specs[-1] += "," + item
-        elif item:
-            specs.append(item)
-    names: list[str] = []
-    for spec in specs:
-        if spec not in names:
-            parse_policy(spec)  # unknown policy or option -> InputError, one line
-            names.append(spec)
-    if not names:
-        raise InputError("no policy given; use a comma-separated list or 'all'", field="policies")
-    return names
-
-
-def objective_names() -> list[str]:
-    """The objectives that exist (``ringsched.objectives.objective_names`` once it is defined)."""
-    import ringsched.objectives as objectives
-
-    fn = getattr(objectives, "objective_names", None)
-    return list(fn()) if callable(fn) else ["jct"]
+    return resolve_policies(text)
 
 
 def check_objective(text: str) -> str:
     """``NAME[,key=value...]`` validated -> its canonical spec (name and every parameter)."""
-    from ringsched.objectives.registry import parse_objective
+    from ringsched.experiment.objectives import parse_objective
 
     return parse_objective(text).spec()
+
+
+def report_bad_rows(wl: Workload, console) -> None:
+    """One line on ``console`` (stderr) when skip_bad_rows left rows out."""
+    if wl.bad_rows:
+        console.print(f"skipped {wl.bad_rows:,} bad trace row(s); first: {wl.bad_row_examples[0]}",
+                      markup=False, highlight=False, soft_wrap=True)

@@ -1,14 +1,3 @@
-"""Objectives: utilities of a job's completion time (design brief, section 3), and the
-``--objective`` registry (``objectives/registry.py``, docs/objectives.md)."""
-
-
-def objective_names() -> list[str]:
-    from ringsched.objectives.registry import objective_names as names
-
-    return names()
-
-
-def parse_objective(text):
-    from ringsched.objectives.registry import parse_objective as parse
-
-    return parse(text)
+"""Old import paths of the leaf modules, kept while modules outside this change still use them
+(simulator, traces, backends, optimum, job.py). New code imports ``ringsched.utility``; the
+objectives themselves live in ``ringsched.experiment.objectives``."""

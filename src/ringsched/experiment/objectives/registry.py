@@ -9,7 +9,7 @@ documented parameters (``Params``). It acts at three points of a run, for every 
   boundaries (convergence) and options of the policy (GADGET's energy prices);
 * ``report``: summary fields (and job-table columns) after the run.
 
-``run_with_objective`` is the one way the commands run a policy under an objective.
+``ringsched.experiment.run.run_one`` is the one way a policy runs under an objective.
 """
 
 from __future__ import annotations
@@ -66,6 +66,16 @@ class Objective:
         return ",".join(parts)
 
 
+def declares(policy_cls: type, *options: str) -> bool:
+    """Whether the policy declares every one of ``options`` as a field of its ``Params``: how an
+    objective learns what a policy can take, without naming the policy."""
+    params = getattr(policy_cls, "Params", None)
+    if params is None or not dataclasses.is_dataclass(params):
+        return False
+    names = {f.name for f in dataclasses.fields(params)}
+    return all(o in names for o in options)
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
         return str(int(v))
@@ -87,7 +97,7 @@ def objective_class(name: str) -> type[Objective]:
 
 def _load_builtins() -> None:
     if not _REGISTRY:
-        import ringsched.objectives.builtin  # noqa: F401  (registers the objectives)
+        import ringsched.experiment.objectives.builtin  # noqa: F401  (registers the objectives)
 
 
 def parse_objective(text: str | None) -> Objective:
@@ -111,31 +121,3 @@ def parse_objective(text: str | None) -> Objective:
     except (ValueError, TypeError) as e:
         raise InputError(f"objective {name}: {e}", field="objective") from None
     return cls(params)
-
-
-def run_with_objective(objective: Objective | str, jobs, cluster, policy: str, config=None, *, progress=None,
-                       policy_options: dict | None = None):
-    """Run ``policy`` on ``jobs`` under ``objective``: the SimResult, with the objective's fields
-    in its summary (``objective`` = the canonical spec)."""
-    from ringsched.perfmodel.speed import SpeedModel
-    from ringsched.policies import make_policy
-    from ringsched.policies.registry import parse_policy, policy_class
-    from ringsched.simulator import SimConfig, Simulator
-
-    obj = parse_objective(objective) if isinstance(objective, str) else objective
-    cfg = config or SimConfig()
-    speed = SpeedModel(cluster)
-    jobs2 = obj.prepare_jobs(list(jobs), cluster, speed)
-    rule = obj.stop_rule()
-    if rule is not None:
-        cfg = dataclasses.replace(cfg, stop_rule=rule)
-    name, spec_opts = parse_policy(policy)
-    opts = dict(obj.policy_options(policy_class(name), cluster, cfg))
-    opts.update(spec_opts)
-    opts.update(policy_options or {})
-    result = Simulator(jobs2, cluster, make_policy(name, **opts), cfg, progress=progress, speed=speed).run()
-    obj.report(result, cfg)
-    if spec_opts:  # the spec names the variant (gadget:admission=strict), also in summaries
-        result.summary["policy"] = policy.strip()
-    result.summary["objective"] = obj.spec()
-    return result

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ringsched.objectives.curves import extend, learning_curve, online_stop_epochs
-from ringsched.objectives.energy import J_PER_KWH
-from ringsched.objectives.registry import Objective, register_objective
-from ringsched.objectives.utility import DeadlineUtility
+from ringsched.experiment.objectives.curves import extend, learning_curve, online_stop_epochs
+from ringsched.utility.energy import J_PER_KWH
+from ringsched.experiment.objectives.registry import Objective, declares, register_objective
+from ringsched.utility.functions import DeadlineUtility
 
 
 def _pos(name: str, v: float, *, zero: bool = False) -> None:
@@ -37,7 +37,7 @@ def _resum(result) -> None:
 # ------------------------------------------------------------------------------------- jct
 @register_objective
 class JCT(Objective):
-    """The default: every job's sigmoid utility of its JCT (objectives/defaults.py); nothing changes."""
+    """The default: every job's sigmoid utility of its JCT (utility/defaults.py); nothing changes."""
 
     name = "jct"
 
@@ -106,16 +106,19 @@ class Energy(Objective):
         return self.p.usd_per_kwh * self.p.utility_per_usd / J_PER_KWH
 
     def policy_options(self, policy_cls, cluster, config):
-        from ringsched.policies.gadget.policy import Gadget
-
-        if not issubclass(policy_cls, Gadget):
+        """Energy prices for a policy that declares them (``energy_cost_per_gpu_s`` and
+        ``server_cost_per_s`` in its ``Params``: GADGET, OASiS); nothing for the others."""
+        if not declares(policy_cls, "energy_cost_per_gpu_s", "server_cost_per_s"):
             return {}
         em, k = config.energy, self.utility_per_joule()
         g = int(cluster.gpus.max())
         # a busy GPU adds (busy - idle) W; powering a server adds its base and its idle GPUs.
         # Late starts are off: they keep more servers powered (docs/objectives.md, energy)
-        return {"energy_cost_per_gpu_s": (em.gpu_busy_W - em.gpu_idle_W) * k,
-                "server_cost_per_s": (em.server_base_W + g * em.gpu_idle_W) * k, "late_share": 0.0}
+        opts = {"energy_cost_per_gpu_s": (em.gpu_busy_W - em.gpu_idle_W) * k,
+                "server_cost_per_s": (em.server_base_W + g * em.gpu_idle_W) * k}
+        if declares(policy_cls, "late_share"):
+            opts["late_share"] = 0.0
+        return opts
 
     def report(self, result, config):
         s = result.summary
@@ -180,10 +183,9 @@ class Fairness(Objective):
 
     def policy_options(self, policy_cls, cluster, config):
         """GADGET's packing off: it keeps servers whole for wide rings at the small jobs' expense
-        (on synthetic:200,load=2, 2x8, it lowers Jain's index; docs/objectives.md)."""
-        from ringsched.policies.gadget.policy import Gadget
-
-        return {"pack_slack": 0.0} if issubclass(policy_cls, Gadget) else {}
+        (on synthetic:200,load=2, 2x8, it lowers Jain's index; docs/objectives.md). Only for a
+        policy that declares ``pack_slack`` in its ``Params``."""
+        return {"pack_slack": 0.0} if declares(policy_cls, "pack_slack") else {}
 
     def prepare_jobs(self, jobs, cluster, speed):
         self.base = {j.job_id: j.utility for j in jobs}

@@ -1,0 +1,158 @@
+"""Experiments as files: the fully resolved settings of a ``compare`` or a ``sweep``.
+
+A config is what ``--config EXPERIMENT.yaml`` reads and what every run writes back into its
+output folder as ``experiment.yaml`` (policies resolved, objective canonical), so that
+``ringsched compare --config DIR/experiment.yaml`` runs the same experiment again. Validation
+is pydantic's; a bad file is one ``InputError`` line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ringsched.errors import InputError
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class TraceSettings(BaseModel):
+    """Which jobs: the trace and its filters (docs/traces.md)."""
+
+    model_config = _STRICT
+    trace: str = "synthetic:2000"
+    vc: str | None = None
+    window: str | None = None  # START:END, seconds from the trace's start
+    limit: int | None = Field(None, ge=1)
+    rigid: bool = False
+    skip_bad_rows: bool = False
+
+
+class SimulatorSettings(BaseModel):
+    """The simulator's options (``SimConfig`` less the seed)."""
+
+    model_config = _STRICT
+    slot_s: float = Field(300.0, gt=0)
+    restart_s: float = Field(30.0, ge=0)
+    checkpoint_s: float = Field(1800.0, gt=0)
+    mtbf_h: float | None = Field(None, gt=0)
+    mttr_h: float = Field(2.0, gt=0)
+    contention: bool = False
+    horizon_s: float | None = Field(None, gt=0)
+    estimates: str = "exact"  # what policies know of each job's work (simulator/estimates.py)
+
+    @field_validator("estimates")
+    @classmethod
+    def _known_estimates(cls, text: str) -> str:
+        from ringsched.simulator.estimates import estimates_from_text
+
+        return estimates_from_text(text).spec()  # a ValueError becomes the config's one-line error
+
+    def sim_config(self, seed: int):
+        from ringsched.simulator import SimConfig
+
+        try:
+            return SimConfig(seed=int(seed), **self.model_dump())
+        except ValueError as e:
+            raise InputError(str(e), field="options") from None
+
+    def describe(self) -> str:
+        parts = [f"slot {self.slot_s:g} s", f"restart {self.restart_s:g} s", f"checkpoint {self.checkpoint_s:g} s"]
+        parts.append(f"failures MTBF {self.mtbf_h:g} h, MTTR {self.mttr_h:g} h" if self.mtbf_h else "no failures")
+        if self.contention:
+            parts.append("network contention")
+        if self.horizon_s is not None:
+            parts.append(f"horizon {self.horizon_s:g} s")
+        if self.estimates != "exact":
+            parts.append(f"estimates {self.estimates}")
+        return ", ".join(parts)
+
+
+class CompareConfig(BaseModel):
+    """Every policy on one workload (trace, cluster, load, seed)."""
+
+    model_config = _STRICT
+    kind: Literal["compare"] = "compare"
+    trace: TraceSettings = TraceSettings()
+    cluster: str = "16x8"
+    load: float = Field(1.0, gt=0)  # arrival-rate factor: arrival times divided by it
+    seed: int = 0
+    policies: list[str] = Field(min_length=1)
+    objective: str = "jct"
+    simulator: SimulatorSettings = SimulatorSettings()
+
+
+class SweepConfig(BaseModel):
+    """Every policy over clusters x loads x seeds; intervals across seeds, paired against a baseline."""
+
+    model_config = _STRICT
+    kind: Literal["sweep"] = "sweep"
+    trace: TraceSettings = TraceSettings()
+    clusters: list[str] = Field(["16x8"], min_length=1)
+    loads: list[float] = Field([0.5, 1.0, 2.0], min_length=1)
+    seeds: list[int] = Field([0, 1, 2], min_length=1)
+    policies: list[str] = Field(min_length=1)
+    objective: str = "jct"
+    baseline: str | None = None  # the policy paired differences are taken against (default: the first)
+    confidence: float = Field(0.95, ge=0.5, le=0.999)
+    engine: Literal["local", "ray"] = "local"
+    address: str | None = None
+    simulator: SimulatorSettings = SimulatorSettings()
+
+
+def _first_error(e: ValidationError) -> tuple[str, str]:
+    err = e.errors()[0]
+    return ".".join(str(p) for p in err["loc"]) or "config", err["msg"]
+
+
+def load_config(path: Path, kind: type[BaseModel]) -> BaseModel:
+    """The YAML file ``path`` validated as ``kind`` (CompareConfig or SweepConfig)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError(f"cannot read the experiment file: {e.strerror}", file=str(path)) from None
+    except yaml.YAMLError as e:
+        raise InputError(f"not valid YAML: {str(e).splitlines()[0]}", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError("an experiment file is a mapping of settings", file=str(path))
+    try:
+        return kind.model_validate(data)
+    except ValidationError as e:
+        where, msg = _first_error(e)
+        raise InputError(msg, file=str(path), field=where) from None
+
+
+def dump_config(config: BaseModel) -> str:
+    """The config as YAML, keys in declaration order (byte-identical for equal configs)."""
+    import yaml
+
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, default_flow_style=False)
+
+
+def with_overrides(config: BaseModel, overrides: dict) -> BaseModel:
+    """``config`` with ``overrides`` ({"trace.vc": "x", "seed": 1, ...}) applied and validated."""
+    data = config.model_dump()
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        node = data
+        for p in parents:
+            node = node[p]
+        node[leaf] = value
+    try:
+        return type(config).model_validate(data)
+    except ValidationError as e:
+        where, msg = _first_error(e)
+        raise InputError(msg, field=where) from None
+
+
+def build(kind: type[BaseModel], **values) -> BaseModel:
+    """``kind(**values)``, a validation error turned into one InputError line naming the field."""
+    try:
+        return kind(**values)
+    except ValidationError as e:
+        where, msg = _first_error(e)
+        raise InputError(msg, field=where) from None

@@ -1,0 +1,102 @@
+"""Terminal tables that fit: columns in the catalogue's order until the width is used up
+(100 columns when stdout is not a terminal), short headers with units that are never cut, and
+user strings (trace specs, policy names) shown as plain text, never read as rich markup."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import pandas as pd
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ringsched.reports.metrics import SWEEP_METRICS, TABLE_METRICS, TIE_SHARE, Metric, best_rows
+
+PIPE_WIDTH = 100  # the width of a table written to a pipe or a file
+
+
+def stdout_console() -> Console:
+    """The console for tables on stdout: the terminal's width, or PIPE_WIDTH when piped."""
+    console = Console(emoji=False, highlight=False)
+    return console if console.is_terminal else Console(width=PIPE_WIDTH, emoji=False, highlight=False)
+
+
+def _natural_width(table: Table) -> int:
+    return Console(width=10_000).measure(table).maximum
+
+
+def _fitting(build: Callable[[int], Table], n_max: int, width: int) -> Table:
+    """The table ``build(n)`` with the most leading metric columns (n <= n_max) whose natural
+    width fits in ``width``, so rich never squeezes or cuts a header."""
+    n = n_max
+    while n > 0 and _natural_width(build(n)) > width:
+        n -= 1
+    return build(n)
+
+
+def _table(title: str, caption: str) -> Table:
+    return Table(title=Text(title), caption=Text(caption), box=box.SIMPLE_HEAD, header_style="bold",
+                 title_justify="left", caption_justify="left", pad_edge=False)
+
+
+def compare_table(summary: pd.DataFrame, title: str, width: int) -> Table:
+    """One row per policy, the catalogue's metrics that fit in ``width``; the best value per
+    column (beyond noise) bold with ``*``."""
+    metrics = [m for m in TABLE_METRICS if m.key in summary]
+    rows = summary.to_dict("records")
+    best = {m.key: best_rows([r.get(m.key) for r in rows], m.better, m) for m in metrics}
+    cells = {m.key: [m.show(r.get(m.key)) + ("*" if i in best[m.key] else "") for i, r in enumerate(rows)]
+             for m in metrics}
+
+    def build(n: int) -> Table:
+        left = len(metrics) - n
+        caption = f"* best, beyond {TIE_SHARE:.0%} of the others (none when all tie)"
+        if left:
+            caption += f"; {left} more column{'s' if left > 1 else ''} in summary.csv"
+        table = _table(title, caption)
+        table.add_column("policy", no_wrap=True)
+        for m in metrics[:n]:
+            table.add_column(m.head, justify="right", no_wrap=True)
+        for i, r in enumerate(rows):
+            table.add_row(Text(str(r["policy"])), *(Text(cells[m.key][i], style="bold green" if i in best[m.key] else "")
+                                                    for m in metrics[:n]))
+        return table
+
+    return _fitting(build, len(metrics), width)
+
+
+def _interval_text(m: Metric, mean: float, lo: float, hi: float, n: int) -> str:
+    return m.show(mean) if n < 2 else f"{m.show(mean)} ±{m.show((hi - lo) / 2)}"
+
+
+def sweep_table(agg: pd.DataFrame, title: str, width: int,
+                keys: Sequence[str] = ("mean_jct_s", "p99_jct_s", "total_utility", "gpu_utilization",
+                                       "energy_kwh")) -> Table:
+    """One row per (cluster, load, policy): mean over seeds ± half the interval, as many of
+    ``keys`` as fit."""
+    metrics = [m for m in SWEEP_METRICS if m.key in keys and m.key in set(agg["metric"])]
+    idx = agg.set_index(["cluster", "load", "policy", "metric"])
+    groups = list(agg.groupby(["cluster", "load", "policy"], sort=False).groups)
+    cells = {m.key: [] for m in metrics}
+    for g in groups:
+        for m in metrics:
+            r = idx.loc[(*g, m.key)] if (*g, m.key) in idx.index else None
+            cells[m.key].append("-" if r is None else _interval_text(m, r["mean"], r["ci_low"], r["ci_high"],
+                                                                     int(r["n"])))
+    lead = [("cluster", [str(g[0]) for g in groups]), ("load", [f"{g[1]:g}" for g in groups]),
+            ("policy", [str(g[2]) for g in groups])]
+
+    def build(n: int) -> Table:
+        table = _table(title, "mean over seeds ± half the interval; every metric in sweep.csv, paired "
+                              "differences in paired.csv")
+        for h, _ in lead:
+            table.add_column(h, justify="right" if h == "load" else "left", no_wrap=True)
+        for m in metrics[:n]:
+            table.add_column(m.head, justify="right", no_wrap=True)
+        for i in range(len(groups)):
+            table.add_row(*(Text(v[i]) for _, v in lead), *(Text(cells[m.key][i]) for m in metrics[:n]))
+        return table
+
+    return _fitting(build, len(metrics), width)

@@ -1,0 +1,21 @@
+"""The default utility a trace job gets: a sigmoid of its JCT (design brief, section 3).
+
+A job is worth its GPU-hours of work at the requested size (bigger jobs matter more, and the
+sum is comparable across traces), keeps almost all of it while its JCT stays within
+``slack`` times its run time alone, and loses it smoothly after. ``steepness`` is set so the
+sigmoid falls from 98% to 2% of its value between JCT = 0 and 2 x target.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ringsched.utility.functions import SigmoidUtility
+
+DEFAULT_SLACK = 3.0
+MIN_TARGET_S = 1800.0  # short jobs are not penalised for queueing below half an hour
+
+
+def jct_utility(run_s: float, gpus: int, *, slack: float = DEFAULT_SLACK) -> SigmoidUtility:
+    target = max(slack * run_s, MIN_TARGET_S)
+    return SigmoidUtility(value=gpus * run_s / 3600.0, target_jct_s=target, steepness_per_s=float(np.log(49.0)) / target)

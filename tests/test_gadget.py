@@ -113,6 +113,50 @@ def test_greedy_embedding_uses_one_server_when_one_can_host_the_ring_and_respect
         assert e.k[0] == 1 and e.cost[0] == pytest.approx(w * gp[hosts, 0].min())
 
 
+def brute_cheapest_fewest(w, f, g, n):
+    """Every set of fewest servers and every split of w workers over it: the least cost."""
+    import itertools
+
+    S = len(f)
+    for k in range(1, S + 1):
+        best = np.inf
+        for T in itertools.combinations([s for s in range(S) if f[s] > 0], k):
+            for xs in itertools.product(*[range(1, f[s] + 1) for s in T]):
+                if sum(xs) == w:
+                    best = min(best, sum(x * g[s] + n[s] for x, s in zip(xs, T)))
+        if any(sum(f[s] for s in T) >= w for T in itertools.combinations(range(S), k)):
+            return k, best
+    return 0, np.inf
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6), S=st.integers(2, 5), w=st.integers(2, 12))
+def test_multi_server_embedding_is_the_cheapest_over_the_fewest_servers(seed, S, w):
+    """No server hosts the ring: the embedding uses the fewest servers possible and, among all
+    such sets and splits (brute force), one of least cost; the fixed-embedding kernel agrees."""
+    from ringsched.policies.gadget import kernels
+
+    rng = np.random.default_rng(seed)
+    f = rng.integers(0, min(w, 5), size=S)  # every server holds fewer than w: a ring must cross
+    g = rng.choice([0.0, 0.5, 1.0, 3.0, 10.0], size=S) if seed % 2 else rng.uniform(0, 10, size=S)
+    n = rng.uniform(0, 3, size=S)
+    k, want = brute_cheapest_fewest(w, f.tolist(), g.tolist(), n.tolist())
+    e = embed(w, f[:, None], g[:, None], np.ones((S, 1)), n[:, None], 0.5)
+    fits, counts = kernels.embed_one(w, f, g, np.ones(S), n, 0.5, True)
+    assert bool(e.ok[0]) == fits == (k > 0)
+    if k:
+        assert e.k[0] == k and e.cost[0] == pytest.approx(want, rel=1e-12, abs=1e-12)
+        assert np.array_equal(e.counts(0, S), counts) and counts.sum() == w and np.all(counts <= f)
+
+
+def test_embedding_counterexample_of_the_fullest_first_greedy():
+    """Free GPUs [4, 3, 3], prices [h, 1, 1], w = 5: fullest first cost 4h + 1; the cheapest
+    pair of servers costs 5 at any h."""
+    for h in (10.0, 1e6):
+        e = embed(5, np.array([[4], [3], [3]]), np.array([[h], [1.0], [1.0]]), np.ones((3, 1)), np.zeros((3, 1)), 0.5)
+        assert e.cost[0] == 5.0 and e.counts(0, 3).tolist() in ([0, 3, 2], [0, 2, 3])
+
+
 # ------------------------------------------------------------------ admission and commitments
 def random_jobs(c, n, seed, spread_s=20_000.0):
     """Elastic (1..g) or, one time in three, rigid jobs of g GPUs, arriving over ``spread_s``."""

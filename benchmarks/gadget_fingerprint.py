@@ -34,7 +34,7 @@ CASES = {
 }
 
 
-def fingerprint(case: str, limit: int | None) -> tuple[str, float]:
+def fingerprint(case: str, limit: int | None) -> tuple[str, dict, float]:
     from ringsched.cli.workload import load_workload
     from ringsched.policies import make_policy
     from ringsched.simulator import SimConfig, Simulator
@@ -44,7 +44,7 @@ def fingerprint(case: str, limit: int | None) -> tuple[str, float]:
     t0 = time.perf_counter()
     r = Simulator(wl.jobs, wl.cluster, make_policy(spec), SimConfig(seed=0, **cfg)).run()
     digest = hashlib.sha256(r.jobs.to_csv(index=False).encode()).hexdigest()[:16]
-    return digest, time.perf_counter() - t0
+    return digest, r.summary, time.perf_counter() - t0
 
 
 def main() -> None:
@@ -56,8 +56,9 @@ def main() -> None:
         if not CASES[case][0].startswith("synthetic") and not SHARED.exists():
             print(f"{case:16s} skipped ({SHARED} not found)", flush=True)
             continue
-        digest, wall = fingerprint(case, a.limit or None)
-        print(f"{case:16s} {digest}  ({wall:.1f} s)", flush=True)
+        digest, s, wall = fingerprint(case, a.limit or None)
+        print(f"{case:16s} {digest}  utility {s['total_utility']:.1f}  mean JCT {s['mean_jct_s'] / 3600:.3f} h  "
+              f"({wall:.1f} s)", flush=True)
 
 
 if __name__ == "__main__":

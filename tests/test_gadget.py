@@ -49,6 +49,28 @@ def test_prices_rise_with_utilisation_and_stay_in_bounds(L, ratio, zeta, z):
     assert float(P(zeta)) == pytest.approx(P.U, rel=1e-9)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), S=st.integers(1, 5), slot=st.integers(0, 30), horizon_h=st.floats(0.5, 400.0),
+       policy=st.sampled_from([Gadget, Oasis]))
+def test_window_prices_stay_within_the_upper_bound(seed, S, slot, horizon_h, policy):
+    """What a search pays for one GPU (or a ring's NIC share) in a step of b slots is at most
+    b x U / O_s (b x nic_share x U): the price of a full resource, never more."""
+    rng = np.random.default_rng(seed)
+    c = parse_spec(f"{S}x8")
+    g = policy(L=1e-3, U=50.0)
+    n = nodes(c, now=slot * 300.0)
+    g._ensure(n, [])
+    g.ledger.gpu_used[:, :600] = rng.integers(0, 9, size=(S, 600))
+    g.ledger.bw_used[:, :600] = rng.choice([0.0, 0.5, 1.0], size=(S, 600))
+    g.ledger.front[:] = 600
+    win = g.planner.window(n, slot, slot * 300.0 + horizon_h * 3600.0)
+    assert np.all(win.gp >= 0) and np.all(win.bp >= 0)
+    assert np.all(win.gp <= win.b * g.p.U / c.gpus[:, None] * (1 + 1e-9))
+    assert np.all(win.bp <= win.b * g.p.nic_share * g.p.U * (1 + 1e-9))
+    full = g.ledger.gpu_used[:, slot:slot + win.b * win.steps].reshape(S, win.steps, win.b).min(axis=2) == 8
+    assert np.allclose(win.gp[full], win.b * g.p.U / 8)  # a full step is priced at the bound
+
+
 def test_committing_a_plan_raises_the_prices_it_uses():
     c = parse_spec("2x8")
     g = Gadget()
@@ -61,55 +83,170 @@ def test_committing_a_plan_raises_the_prices_it_uses():
 
 
 # ------------------------------------------------------------------ embedding
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 10_000), S=st.integers(1, 8), w=st.integers(1, 8))
-def test_greedy_embedding_uses_one_server_when_one_can_host_the_ring(seed, S, w):
+def test_greedy_embedding_uses_one_server_when_one_can_host_the_ring_and_respects_nics(seed, S, w):
+    """One server (the cheapest that hosts the ring) when one can; else a ring over servers
+    with free GPUs and the ring's NIC share free on each; the compiled one-step twin
+    (``kernels.embed_one``, the fixed embedding) obeys the same."""
+    from ringsched.policies.gadget import kernels
+
     rng = np.random.default_rng(seed)
     free = rng.integers(0, 9, size=(S, 1))
     gp = rng.uniform(0, 5, size=(S, 1))
-    e = embed(w, free, gp, np.ones((S, 1)), np.full((S, 1), 0.7), 0.5)
+    bfree = rng.choice([0.0, 0.5, 1.0], size=(S, 1))
+    e = embed(w, free, gp, bfree, np.full((S, 1), 0.7), 0.5)
+    fits1, counts1 = kernels.embed_one(w, free[:, 0], gp[:, 0], bfree[:, 0], np.full(S, 0.7), 0.5, True)
     hosts = np.flatnonzero(free[:, 0] >= w)
+    room = free[:, 0] * (bfree[:, 0] >= 0.5)
+    for ok, counts in ((bool(e.ok[0]), e.counts(0, S) if e.ok[0] else None), (fits1, counts1)):
+        if hosts.size:
+            assert ok and (counts > 0).sum() == 1
+            chosen = int(np.flatnonzero(counts)[0])
+            assert gp[chosen, 0] == gp[hosts, 0].min()  # the cheapest server that can host it
+        elif room.sum() >= w:
+            assert ok and (counts > 0).sum() > 1 and counts.sum() == w
+            assert np.all(counts <= room)  # GPUs free, and the NIC share free on every server it crosses
+        else:
+            assert not ok
     if hosts.size:
-        assert e.ok[0] and e.k[0] == 1
-        chosen = int(np.flatnonzero(e.counts(0, S))[0])
-        assert gp[chosen, 0] == gp[hosts, 0].min()  # the cheapest server that can host it
-        assert e.cost[0] == pytest.approx(w * gp[chosen, 0])
-    elif free.sum() >= w:
-        assert e.ok[0] and e.k[0] > 1 and e.counts(0, S).sum() == w and np.all(e.counts(0, S) <= free[:, 0])
-    else:
-        assert not e.ok[0]
+        assert e.k[0] == 1 and e.cost[0] == pytest.approx(w * gp[hosts, 0].min())
+
+
+def brute_cheapest_fewest(w, f, g, n):
+    """Every set of fewest servers and every split of w workers over it: the least cost."""
+    import itertools
+
+    S = len(f)
+    for k in range(1, S + 1):
+        best = np.inf
+        for T in itertools.combinations([s for s in range(S) if f[s] > 0], k):
+            for xs in itertools.product(*[range(1, f[s] + 1) for s in T]):
+                if sum(xs) == w:
+                    best = min(best, sum(x * g[s] + n[s] for x, s in zip(xs, T)))
+        if any(sum(f[s] for s in T) >= w for T in itertools.combinations(range(S), k)):
+            return k, best
+    return 0, np.inf
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6), S=st.integers(2, 5), w=st.integers(2, 12))
+def test_multi_server_embedding_is_the_cheapest_over_the_fewest_servers(seed, S, w):
+    """No server hosts the ring: the embedding uses the fewest servers possible and, among all
+    such sets and splits (brute force), one of least cost; the fixed-embedding kernel agrees."""
+    from ringsched.policies.gadget import kernels
+
+    rng = np.random.default_rng(seed)
+    f = rng.integers(0, min(w, 5), size=S)  # every server holds fewer than w: a ring must cross
+    g = rng.choice([0.0, 0.5, 1.0, 3.0, 10.0], size=S) if seed % 2 else rng.uniform(0, 10, size=S)
+    n = rng.uniform(0, 3, size=S)
+    k, want = brute_cheapest_fewest(w, f.tolist(), g.tolist(), n.tolist())
+    e = embed(w, f[:, None], g[:, None], np.ones((S, 1)), n[:, None], 0.5)
+    fits, counts = kernels.embed_one(w, f, g, np.ones(S), n, 0.5, True)
+    assert bool(e.ok[0]) == fits == (k > 0)
+    if k:
+        assert e.k[0] == k and e.cost[0] == pytest.approx(want, rel=1e-12, abs=1e-12)
+        assert np.array_equal(e.counts(0, S), counts) and counts.sum() == w and np.all(counts <= f)
+
+
+def test_embedding_counterexample_of_the_fullest_first_greedy():
+    """Free GPUs [4, 3, 3], prices [h, 1, 1], w = 5: fullest first cost 4h + 1; the cheapest
+    pair of servers costs 5 at any h."""
+    for h in (10.0, 1e6):
+        e = embed(5, np.array([[4], [3], [3]]), np.array([[h], [1.0], [1.0]]), np.ones((3, 1)), np.zeros((3, 1)), 0.5)
+        assert e.cost[0] == 5.0 and e.counts(0, 3).tolist() in ([0, 3, 2], [0, 2, 3])
 
 
 # ------------------------------------------------------------------ admission and commitments
-def random_jobs(c, n, seed):
-    """Elastic (1..g) or, one time in three, rigid jobs of g GPUs, arriving over ~5.5 hours."""
+def random_jobs(c, n, seed, spread_s=20_000.0):
+    """Elastic (1..g) or, one time in three, rigid jobs of g GPUs, arriving over ``spread_s``."""
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):
-        arrival, g, secs = float(rng.uniform(0, 20_000)), int(rng.integers(1, c.total_gpus + 1)), float(rng.lognormal(7.5, 1))
+        arrival, g, secs = float(rng.uniform(0, spread_s)), int(rng.integers(1, c.total_gpus + 1)), float(rng.lognormal(7.5, 1))
         out.append(job(i, arrival, g, secs, c, lo=g if rng.integers(3) == 0 else 1))
     return out
 
 
 class Watched(Gadget):
-    """GADGET that checks, at every decision, that each committed plan's placement for the
-    slot is inside what the job is given, and records admissions with their payoff."""
+    """GADGET that checks its own contract around every decision and admission.
+
+    Before each, it snapshots the ledger and every committed plan; after it, each plan must
+    survive (same end, same finish, the same shape in every slot from now on: only its own
+    reservation may move, ``stay_put`` and ``commit_early_runs``), except plans of jobs that
+    finished, fell behind (plan over) or run on a failed server. Every new plan must pay
+    (unless the job is behind or, strict, already started); the ledger from now on must be the
+    sum of the plans and within every server's GPUs and NIC; what the jobs get must hold their
+    committed placements and fit the GPUs and NICs in service (lent GPUs included)."""
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self.admitted: list[float] = []
         self.checked = 0
+        self.survived = 0
         self.topped_up = 0
 
+    def _snapshot(self):
+        return {jid: (list(p.segments), p.last_slot, p.finish_s, p.payoff, p) for jid, p in self.plans.items()}
+
+    def _check_survivors(self, before, slot, nodes, exempt):
+        for jid, (segs, last, finish, payoff, obj) in before.items():
+            if jid in exempt:
+                continue
+            now = self.plans.get(jid)
+            assert now is not None, f"plan of {jid} released at slot {slot}"
+            assert (now.last_slot, now.finish_s, now.payoff) == (last, finish, payoff), f"plan of {jid} replaced"
+            old = Plan(segs, finish, payoff, 0.0)
+            for t in range(slot, last + 1):
+                a, b = old.at(t), now.at(t)
+                if a:
+                    assert b and nodes.speed.shape(a) == nodes.speed.shape(b), f"plan of {jid} broken at {t}: {a} -> {b}"
+            self.survived += 1
+
+    def _check_ledger(self, slot):
+        if not self.plans:
+            return
+        end = max(p.segments[-1][1] for p in self.plans.values())
+        if end <= slot:
+            return
+        used_g, used_b = self.ledger.window(slot, end)
+        want_g, want_b = np.zeros_like(used_g, dtype=np.int64), np.zeros_like(used_b)
+        for p in self.plans.values():
+            for a, z, pl in p.segments:
+                if z > slot:
+                    counts, bw = self.book.usage(pl)
+                    want_g[:, max(a, slot) - slot:z - slot] += counts[:, None]
+                    want_b[:, max(a, slot) - slot:z - slot] += bw[:, None]
+        np.testing.assert_array_equal(used_g, want_g)
+        np.testing.assert_allclose(used_b, want_b, atol=1e-9)
+        assert np.all(used_g <= self.ledger.gpus[:, None]), "a server's GPUs are over-committed"
+        assert np.all(used_b <= 1 + 1e-9), "a NIC is over-committed"
+
     def admit(self, j, nodes):
+        before = self._snapshot()
         reason = super().admit(j, nodes)
+        slot = round(nodes.now_s / nodes.slot_s)
+        if self.book is not None:
+            self._check_survivors(before, slot, nodes, set())
+            self._check_ledger(slot)
         if reason is None and self.p.admission == "strict":
             self.admitted.append(self.plans[j.job_id].payoff)
         return reason
 
     def optimize(self, jobs, nodes, previous_allocations):
-        out = super().optimize(jobs, nodes, previous_allocations)
         slot = round(nodes.now_s / nodes.slot_s)
+        before = self._snapshot()
+        active = {js.job_id: js for js in jobs}
+        behind = {jid for jid, (segs, last, *_ ) in before.items() if last < slot or any(
+            not nodes.up[s] for s in set(Plan(segs, 0, 0, 0).at(slot)))}
+        out = super().optimize(jobs, nodes, previous_allocations)
+        self._check_survivors(before, slot, nodes, behind | (before.keys() - active.keys()))
+        for jid, plan in self.plans.items():
+            if jid in before and before[jid][4] is plan:
+                continue
+            must = jid in behind or (self.p.admission == "strict" and active[jid].first_start_s is not None)
+            assert must or plan.payoff > 0, f"{jid} admitted at payoff {plan.payoff}"
+        self._check_ledger(slot)
         for jid, plan in self.plans.items():
             pl = plan.at(slot)
             if pl:
@@ -117,21 +254,42 @@ class Watched(Gadget):
                 assert not (Counter(pl) - got), f"plan of {jid} broken at slot {slot}: {pl} -> {out.get(jid)}"
                 self.checked += 1
                 self.topped_up += len(out[jid]) > len(pl)
+        gpus = np.zeros(nodes.cluster.num_servers, dtype=np.int64)
+        nic = np.zeros(nodes.cluster.num_servers)
+        for pl in out.values():
+            servers = np.unique(np.asarray(pl))
+            np.add.at(gpus, np.asarray(pl), 1)
+            if self.ring_aware and servers.size > 1:
+                nic[servers] += self.p.nic_share
+        assert np.all(gpus <= nodes.capacity), f"slot {slot}: more GPUs given than in service"
+        assert np.all(nic <= 1 + 1e-9), f"slot {slot}: a NIC carries more rings than it has room for"
         return out
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(2, 20), seed=st.integers(0, 10_000), spec=st.sampled_from(["2x4", "3x8", "4x2"]),
-       admission=st.sampled_from(["deferred", "strict"]), restart_s=st.sampled_from([0.0, 30.0]))
-def test_committed_plans_are_never_broken_and_strict_admits_only_positive_payoff(n, seed, spec, admission, restart_s):
+       admission=st.sampled_from(["deferred", "strict"]), restart_s=st.sampled_from([0.0, 30.0]),
+       mtbf_h=st.sampled_from([None, None, 3.0]), spread_s=st.sampled_from([20_000.0, 1_000.0]),
+       bound_first=st.booleans())
+def test_committed_plans_survive_every_decision_and_admissions_pay(n, seed, spec, admission, restart_s, mtbf_h,
+                                                                   spread_s, bound_first):
     c = parse_spec(spec)
-    pol = Watched(admission=admission)
-    r = Simulator(random_jobs(c, n, seed), c, pol, SimConfig(restart_s=restart_s, seed=seed)).run()
+    pol = Watched(admission=admission, bound_first=bound_first)
+    cfg = SimConfig(restart_s=restart_s, seed=seed, mtbf_h=mtbf_h, mttr_h=0.5)
+    r = Simulator(random_jobs(c, n, seed, spread_s), c, pol, cfg).run()
     assert pol.checked > 0 or pol.plans_made == 0  # every committed plan was checked in its slots
     assert all(p > 0 for p in pol.admitted)
     if admission == "strict":  # every job not rejected was admitted through a positive-payoff plan
         assert len(pol.admitted) == int((r.jobs.status != "rejected").sum())
     assert set(r.jobs.status) <= {"completed", "waiting", "rejected"}
+
+
+def test_the_survival_check_sees_plans_that_persist():
+    """The snapshot check is not vacuous: on a contended run many plans outlive a decision."""
+    c = parse_spec("3x8")
+    pol = Watched()
+    Simulator(random_jobs(c, 20, 3), c, pol, SimConfig(seed=3)).run()
+    assert pol.survived > 50 and pol.checked > 50
 
 
 # ------------------------------------------------------------------ top-up lending

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ringsched.optimum import DiscreteJob, Instance, brute_force, random_instance, run_gadget, solve, theorem_parameters, verify
-from ringsched.optimum.discrete_gadget import guaranteed_ratio, min_cost_by_completion
+from ringsched.optimum import (DiscreteJob, Instance, brute_force, random_instance, run_production, small_demand_instance,
+                               solve, theorem_parameters, verify)
+from ringsched.optimum.controls import CONTROLS, run_control
 from ringsched.optimum.instance import enumerate_configs
 from ringsched.optimum.milp import job_plans
+from ringsched.optimum.theorem import guaranteed_ratio, min_cost_by_completion
 
 REL = 1e-9
 
@@ -75,7 +77,7 @@ def test_gadget_on_hand_made_instance():
     inst = two_deadlines(third=True)
     inst = Instance(gpus=(4,), slots=3, nic_share=0.5, jobs=inst.jobs, max_per_server=2)
     for rule in ("textbook", "quantised"):
-        g = run_gadget(inst, rule=rule)
+        g = run_production(inst, theorem_parameters(inst, rule))
         opt = solve(inst)
         assert g.utility <= opt.utility * (1 + REL)
         assert opt.utility <= g.dual * (1 + REL)  # weak duality: the final dual bounds OPT
@@ -123,7 +125,8 @@ def tiny_instances(draw, brute: bool = False):
         if not ys:
             ys = enumerate_configs(gpus, 1, 1, cap)
             wmin = wmax = 1
-        prog = [draw(st.integers(1, 4)) for _ in ys]
+        by_shape: dict = {}  # progress depends on the ring's shape (w, k, d) only, as in the performance model
+        prog = [by_shape.setdefault((sum(y), sum(v > 0 for v in y), max(y)), draw(st.integers(1, 4))) for y in ys]
         a = draw(st.integers(0, slots - 1))
         u = sorted((draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, 5.0])) for _ in range(slots - a)), reverse=True)
         jobs.append(job(jid, a, draw(st.integers(1, 8)), [0.0] * a + u, ys, prog, wmin, wmax))
@@ -138,38 +141,59 @@ def test_milp_equals_brute_force(inst):
     assert opt.utility == pytest.approx(brute_force(inst), rel=1e-9, abs=1e-9)
 
 
+def reference_payoffs(inst, run):
+    """Replay a run: at each arrival, the prices of the plans committed before it, and the best
+    payoff over every fitting first-completion plan by an independent dynamic program
+    (``min_cost_by_completion`` on the costs of every configuration: the exact subroutine)."""
+    price_g, price_n = run.params.prices()
+    used_gpu = np.zeros((inst.num_servers, inst.slots), dtype=np.int64)
+    used_nic = np.zeros((inst.num_servers, inst.slots))
+    out = {}
+    by_id = {o.id: o for o in run.outcomes}
+    for j in sorted(inst.jobs, key=lambda j: (j.arrival, j.id)):
+        a = j.arrival
+        pg, pn = price_g(used_gpu / inst.O[:, None]), price_n(used_nic)
+        occ = (j.Y > 0) & j.multi[:, None]
+        cost = (j.Y / inst.O) @ pg[:, a:] + inst.nic_share * (occ @ pn[:, a:])
+        fit = np.all(j.Y[:, :, None] <= (inst.O[:, None] - used_gpu[:, a:])[None], axis=1)
+        fit &= np.all(~occ[:, :, None] | (used_nic[:, a:] + inst.nic_share <= 1 + 1e-9)[None], axis=1)
+        cost = np.where(fit, cost, np.inf).T
+        mc = min_cost_by_completion(cost, np.broadcast_to(j.g, cost.shape), j.work)
+        out[j.id] = float(np.max(j.u[a:] - mc)) if np.isfinite(mc).any() else -np.inf
+        for t, c in by_id[j.id].schedule:
+            used_gpu[:, t] += j.Y[c]
+            if j.multi[c]:
+                used_nic[j.Y[c] > 0, t] += inst.nic_share
+    return out
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_instances())
-def test_gadget_ratio_at_least_its_bound(inst):
+def test_production_gadget_is_the_theorem_algorithm_and_meets_its_bound(inst):
+    """The production policy in its theorem configuration (``adapter``): its schedule is
+    feasible, every admission takes the best payoff over every fitting plan at the prices of
+    the moment (an independent dynamic program) and is positive, every rejection had none
+    positive, the ratio is at least the bound and the final dual bounds OPT."""
     opt = solve(inst)
     verify(inst, opt.completion, opt.schedule)
     for rule in ("textbook", "quantised"):
         p = theorem_parameters(inst, rule)
-        g = run_gadget(inst, "exact", p)
-        assert g.utility <= opt.utility * (1 + REL) + 1e-12  # GADGET's schedule is feasible
+        g = run_production(inst, p)
+        verify(inst, {o.id: o.completion for o in g.outcomes if o.admitted},
+               {o.id: o.schedule for o in g.outcomes if o.admitted})
+        assert g.utility <= opt.utility * (1 + REL) + 1e-12
+        best = reference_payoffs(inst, g)
+        for o in g.outcomes:
+            if o.admitted:
+                assert o.payoff > 0 and o.payoff == pytest.approx(best[o.id], rel=1e-9, abs=1e-12)
+            else:
+                assert best[o.id] <= 1e-9 * max(1.0, abs(best[o.id]))
         ratio = g.utility / opt.utility if opt.utility > 0 else 1.0
         assert ratio >= p.bound * (1 - REL)
         assert opt.utility <= g.dual * (1 + REL) + 1e-12  # the dual certificate of the proof
-        # the plans GADGET committed are feasible by themselves
-        verify(inst, {o.id: o.completion for o in g.outcomes if o.admitted},
-               {o.id: o.schedule for o in g.outcomes if o.admitted})
-        # strict admission never admits a non-positive payoff
-        assert all(o.payoff > 0 for o in g.outcomes if o.admitted)
-    for variant in ("fast", "contiguous"):
-        f = run_gadget(inst, variant, theorem_parameters(inst, "quantised"))
-        assert f.utility <= opt.utility * (1 + REL) + 1e-12
-        assert all(o.beta_eff >= 1 for o in f.outcomes if o.beta_eff is not None)
-    # packing one-server rings within the slack: feasible, above its own (weaker) bound, and the
-    # dual certificate still bounds OPT (docs/theory.md, section 5, packing)
-    p = theorem_parameters(inst, "quantised")
-    for eps in (0.5, 4.0):
-        k = run_gadget(inst, "exact", p, pack_slack=eps)
-        verify(inst, {o.id: o.completion for o in k.outcomes if o.admitted},
-               {o.id: o.schedule for o in k.outcomes if o.admitted})
-        ratio = k.utility / opt.utility if opt.utility > 0 else 1.0
-        assert ratio >= (guaranteed_ratio(p.theta, 1.0, eps) if p.bound > 0 else 0.0) * (1 - REL)
-        assert opt.utility <= k.dual * (1 + REL) + 1e-12
-        assert all(o.cost <= o.utility - o.payoff + eps * o.utility + 1e-9 for o in k.outcomes if o.admitted)
+    contiguous = run_production(inst, theorem_parameters(inst, "quantised"), "contiguous")  # trace-mode search
+    verify(inst, {o.id: o.completion for o in contiguous.outcomes if o.admitted},
+           {o.id: o.schedule for o in contiguous.outcomes if o.admitted})
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -215,16 +239,36 @@ def test_random_instance_gadget_never_beats_the_optimum():
     inst = random_instance(np.random.default_rng([3, 0]), max_jobs=5, max_slots=10)
     opt = solve(inst)
     for rule in ("textbook", "quantised", "one"):
-        g = run_gadget(inst, rule=rule)
-        assert g.utility <= opt.utility * (1 + REL)
-    for variant in ("fast", "contiguous"):
-        assert run_gadget(inst, variant).utility <= opt.utility * (1 + REL)
+        for subroutine in ("exact", "contiguous"):
+            assert run_production(inst, theorem_parameters(inst, rule), subroutine).utility <= opt.utility * (1 + REL)
+
+
+def test_small_demand_instances_are_in_the_regime():
+    """At most 1/16 of any resource per configuration, utilities of at most 2, truncated
+    below half their maximum, deterministic."""
+    for i in range(3):
+        inst = small_demand_instance(np.random.default_rng([4, i]))
+        assert inst.delta_max <= 1 / 16 + 1e-12 and inst.max_per_server == 1
+        assert inst.to_json() == small_demand_instance(np.random.default_rng([4, i])).to_json()
+        for j in inst.jobs:
+            u = j.u[j.arrival:]
+            assert 0 < u.max() <= 2 and np.all((u == 0) | (u >= 0.5 * u.max()))
+
+
+def test_controls_on_a_small_demand_instance():
+    inst = small_demand_instance(np.random.default_rng([4, 0]))
+    opt = solve(inst)
+    got = {c: run_control(inst, c, seed=0) for c in CONTROLS}
+    assert got["one-job"] <= 2.0 < opt.utility / 10  # one job of value at most 2
+    assert all(v <= opt.utility * (1 + REL) for v in got.values())
+    assert got["random"] < got["first-come"]
+    p = theorem_parameters(inst, "quantised")
+    assert got["one-job"] / opt.utility < p.bound  # the control that the bound catches
 
 
 # ------------------------------------------------------------------ the CLI
-KEYS = {"instances", "mean_ratio", "min_ratio", "bound", "violations", "mean_wall_s", "max_gap",
-        "fast_mean_ratio", "beta_observed_max", "contig_mean_ratio", "contig_beta_observed_max", "by_rule",
-        "pack_slack", "packed_mean_ratio", "packed_bound", "packed_violations", "packed_dual_violations"}
+KEYS = {"instances", "mean_ratio", "p10_ratio", "min_ratio", "min_bound", "violations", "controls",
+        "share_within_0_9", "dual_violations", "contiguous_mean_ratio", "mean_wall_s", "max_gap", "by_rule"}
 
 
 def _stable(d: dict) -> dict:
@@ -237,13 +281,22 @@ def test_cli_json_keys_and_determinism(cli):
     assert code == 0, err
     first = json.loads(out)
     assert KEYS <= set(first)
-    assert first["instances"] == 2 and first["violations"] == 0 and first["packed_violations"] == 0
-    assert 0 < first["min_ratio"] <= first["mean_ratio"] <= 1 + 1e-9
+    assert first["instances"] == 2 and first["violations"] == 0 and first["dual_violations"] == 0
+    assert 0 < first["min_ratio"] <= first["p10_ratio"] <= first["mean_ratio"] <= 1 + 1e-9
+    assert set(first["controls"]) == set(CONTROLS)
     code, out2, _ = cli(*args)
     assert code == 0 and _stable(json.loads(out2)) == _stable(first)
 
 
-@pytest.mark.parametrize("args", [("--instances", "0"), ("--zeta", "nope"), ("--max-jobs", "1"),
+def test_cli_small_demand_regime_has_a_meaningful_bound_that_a_control_violates(cli):
+    code, out, err = cli("optimum-check", "--regime", "small-demand", "--instances", "2", "--json")
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["regime"] == "small-demand" and s["min_bound"] >= 0.05 and s["violations"] == 0
+    assert s["controls"]["one-job"]["violations"] == 2 and s["mean_ratio"] >= 0.9
+
+
+@pytest.mark.parametrize("args", [("--instances", "0"), ("--zeta", "nope"), ("--max-jobs", "1"), ("--regime", "tiny"),
                                   ("--time-limit", "0"), ("--workers", "0")])
 def test_cli_bad_options(cli, args):
     code, out, err = cli("optimum-check", *args, "--json")

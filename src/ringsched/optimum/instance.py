@@ -285,3 +285,65 @@ def random_instance(rng: np.random.Generator, *, max_jobs: int = 8, max_slots: i
                              slot_s=slot_s, units_per_gpu_slot=units_per_gpu_slot, kind=kind))
     return Instance(gpus=gpus, slots=slots, nic_share=nic_share, jobs=tuple(jobs), slot_s=slot_s,
                     max_per_server=cap)
+
+
+REGIMES = ("default", "small-demand")
+
+
+def small_demand_instance(rng: np.random.Generator, *, jobs: tuple[int, int] = (40, 48), slots: tuple[int, int] = (9, 11),
+                          servers: int = 4, gpus: int = 16, tail: float = 0.5, slot_s: float = 300.0,
+                          units_per_gpu_slot: int = 4, models=MODELS) -> Instance:
+    """An instance of the small-demand regime of docs/theory.md (section 7), the generator of
+    ``optimum-check --regime small-demand``.
+
+    * ``servers`` servers of ``gpus`` GPUs; a configuration puts at most one worker on a server
+      and a ring reserves nu = 1 / ``gpus`` of each NIC it crosses: no configuration takes more
+      than delta = 1 / ``gpus`` of any resource in a slot;
+    * jobs: uniform in ``jobs``, arrivals uniform over the first half of the horizon (``slots``),
+      worker bounds wmin in {1, 2} and wmax in {1, ..., servers}, work n x (progress of the
+      moderate size, 2 workers or wmax) x U(0.75, 1.25) units with n in {2, ..., 4};
+    * utilities: maximum log-uniform in [1, 2] (a bounded range), sigmoid, linear or deadline
+      as in ``random_instance``, **truncated**: u_j(T) = 0 where u_j(T) < ``tail`` x u_j^max
+      (the truncation of tiny utilities; OPT of the truncated instance is at least
+      OPT - tail x sum_j u_j^max of the untruncated one).
+    """
+    S = servers
+    gp = (gpus,) * S
+    n_slots = int(rng.integers(slots[0], slots[1] + 1))
+    n_jobs = int(rng.integers(jobs[0], jobs[1] + 1))
+    nic_share = 1.0 / gpus
+    speed = SpeedModel(cluster_of(gp))
+    arrivals = sorted(int(a) for a in rng.integers(0, max(1, n_slots // 2), size=n_jobs))
+    out = []
+    for jid, a in enumerate(arrivals):
+        model = str(rng.choice(list(models)))
+        wmin = int(rng.choice([1, 2]))
+        wmax = max(wmin, int(rng.integers(1, S + 1)))
+        m = min(2, wmax) if wmin == 1 else wmin
+        bsz = get_profile(model).default_local_bsz
+        ys = enumerate_configs(gp, m, m, 1)
+        g_mod = max(max(perf_progress(speed, model, bsz, ys, speed.cluster.servers[0].nic_Bps, nic_share, slot_s,
+                                      units_per_gpu_slot) or [1]), 1)
+        n = int(rng.integers(2, 5))
+        work = max(1, int(round(n * g_mod * rng.uniform(0.75, 1.25))))
+        value = float(np.exp(rng.uniform(0.0, np.log(2.0))))
+        util, kind = _utility(rng, value, n, slot_s)
+        j = make_job(jid, a, work, wmin, wmax, util, gp, n_slots, nic_share, 1, speed, model, slot_s=slot_s,
+                     units_per_gpu_slot=units_per_gpu_slot, kind=kind)
+        u = np.asarray(j.utility)
+        u = np.where(u >= tail * u[a:].max(), u, 0.0)
+        out.append(DiscreteJob(**{**j.__dict__, "utility": tuple(float(v) for v in u)}))
+    return Instance(gpus=gp, slots=n_slots, nic_share=nic_share, jobs=tuple(out), slot_s=slot_s, max_per_server=1,
+                    meta={"regime": "small-demand", "tail": tail})
+
+
+def _utility(rng, value: float, n: int, slot_s: float):
+    """A sigmoid (0.4), linear (0.3) or deadline (0.3) utility of maximum ``value`` for a job of
+    n slots at its moderate size (the families of ``random_instance``)."""
+    r = rng.random()
+    if r < 0.4:
+        return SigmoidUtility(value, rng.uniform(1.2, 2.5) * n * slot_s, rng.uniform(1.0, 3.0) / slot_s), "sigmoid"
+    if r < 0.7:
+        return LinearUtility(value, value / (rng.uniform(2.0, 4.0) * n * slot_s)), "linear"
+    decay = 0.0 if rng.random() < 0.5 else 1.0 / (n * slot_s)
+    return DeadlineUtility(value, rng.uniform(1.0, 2.0) * n * slot_s, decay), "deadline"

@@ -1,9 +1,9 @@
 """Greedy ring embedding, vectorised over the planning steps of one job (design brief, 4.3).
 
 For ``w`` workers in a step: one server if any can host the whole ring (the cheapest such
-server: intra-server bandwidth, no NIC reservation); otherwise the fewest servers that have
-free GPUs and the ring's NIC share free, fullest first and cheapest among equals, the workers
-of each server contiguous on the ring. Computing all steps at once with numpy is what makes
+server: intra-server bandwidth, no NIC reservation); otherwise, among the sets of fewest
+servers that have free GPUs and the ring's NIC share free, the cheapest (exactly:
+``fewest.cheapest_fewest``), the workers of each server contiguous on the ring. Computing all steps at once with numpy is what makes
 the plan search cheap enough to run at every arrival.
 
 ``ring_aware=False`` is OASiS' view (parameter-server jobs): GPUs only, the cheapest GPUs
@@ -13,6 +13,8 @@ anywhere, no NIC reservation.
 from __future__ import annotations
 
 import numpy as np
+
+from ringsched.policies.gadget.fewest import cheapest_fewest_steps
 
 
 class StepEmbeddings:
@@ -75,18 +77,14 @@ def embed(w: int, free: np.ndarray, gprice: np.ndarray, bfree: np.ndarray, bpric
     if has1.all():  # one server hosts the ring in every step (always for w = 1): no multi-server pass
         return StepEmbeddings(w, c1[np.arange(n), s1], np.ones(n, dtype=np.int64), np.full(n, w, dtype=np.int64),
                               np.ones(n, dtype=bool), single=s1)
-    # multi-server: servers with room for the ring's NIC share, fullest first, then cheapest
+    # multi-server: the cheapest ring over the fewest servers with room for the ring's NIC share
     elig = (bfree.T >= bw_frac - 1e-12) & (fT > 0)
     f = np.where(elig, fT, 0)
-    unit = gT + bprice.T / np.maximum(f, 1)
-    order = np.lexsort((unit, -f), axis=-1)
-    fs = np.take_along_axis(f, order, axis=1)
-    cs = np.cumsum(fs, axis=1)
-    take = np.minimum(fs, np.maximum(0, w - (cs - fs)))
-    used = take > 0
-    cost = (take * np.take_along_axis(gT, order, axis=1) + used * np.take_along_axis(bprice.T, order, axis=1)).sum(axis=1)
-    ok = cs[:, -1] >= w
-    k = used.sum(axis=1)
+    cost, take = cheapest_fewest_steps(w, f, np.ascontiguousarray(gT, dtype=float),
+                                       np.ascontiguousarray(bprice.T, dtype=float), has1)
+    order = np.broadcast_to(np.arange(f.shape[1]), take.shape)
+    ok = np.isfinite(cost)
+    k = (take > 0).sum(axis=1)
     d = take.max(axis=1)
     single = None
     if has1.any():  # those steps get the cheapest single server: all w workers there

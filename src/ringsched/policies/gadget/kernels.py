@@ -14,6 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ringsched.policies.gadget.fewest import cheapest_fewest
 from ringsched.policies.gadget.pairwise import pairwise_sum as _pairwise_sum
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -287,9 +288,9 @@ def fixed_cost(counts, gp, bp, s0, s1, multi):
 @_jit
 def embed_one(w, f, g, bf, bp, bw_frac, ring_aware):
     """``embed.embed`` for one step: whether ``w`` workers fit, and the workers per server.
-    Ring-aware: the cheapest server that hosts the whole ring; else servers with the ring's NIC
-    share free, fullest first, then cheapest (GPU price plus the NIC price spread over its
-    free GPUs), then by index. Blind: the cheapest GPUs anywhere."""
+    Ring-aware: the cheapest server that hosts the whole ring; else the cheapest ring over the
+    fewest servers with the ring's NIC share free (``fewest.cheapest_fewest``). Blind: the
+    cheapest GPUs anywhere (ties by index)."""
     S = f.size
     counts = np.zeros(S, dtype=np.int64)
     if ring_aware:
@@ -300,33 +301,25 @@ def embed_one(w, f, g, bf, bp, bw_frac, ring_aware):
         if best >= 0:
             counts[best] = w
             return True, counts
-    fs = np.zeros(S, dtype=np.int64)
-    key = np.empty(S)
-    for s in range(S):
-        if ring_aware:
+        fs = np.zeros(S, dtype=np.int64)
+        for s in range(S):
             if bf[s] >= bw_frac - 1e-12 and f[s] > 0:
                 fs[s] = f[s]
-            key[s] = g[s] + bp[s] / max(fs[s], 1)
-        else:
-            fs[s] = f[s]
-            key[s] = g[s]
+        cost = cheapest_fewest(w, fs, g.astype(np.float64), bp.astype(np.float64), counts)
+        return cost < np.inf, counts
     order = np.arange(S)
-    for i in range(1, S):  # insertion sort (stable): fullest first (ring-aware), then key, then index
+    for i in range(1, S):  # insertion sort (stable): cheapest first, then by index
         j = i
         while j > 0:
             a, b = order[j - 1], order[j]
-            if ring_aware and fs[a] != fs[b]:
-                swap = fs[a] < fs[b]
-            else:
-                swap = key[a] > key[b]
-            if not swap:
+            if not g[a] > g[b]:
                 break
             order[j - 1], order[j] = b, a
             j -= 1
     left = w
     for i in range(S):
         s = order[i]
-        t = min(fs[s], left)
+        t = min(f[s], left)
         if t > 0:
             counts[s] = t
             left -= t

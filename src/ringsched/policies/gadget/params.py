@@ -10,6 +10,7 @@ from ringsched.job import Job
 from ringsched.perfmodel.speed import consolidated_shape
 
 ADMISSIONS = ("deferred", "strict")
+SUBROUTINES = ("contiguous", "exact")
 BOUND_RULES = ("workload", "theory")
 
 
@@ -21,6 +22,7 @@ class GadgetParams:
     L: float | None = None  # lowest utility per unit of resource a plan can earn
     U: float | None = None  # highest utility per unit of one resource
     zeta: float = 1.0  # usage share at which the price reaches U
+    zeta_nic: float | None = None  # ... for NIC prices (None: zeta); the quantised rule of docs/theory.md section 6
     bounds: str = "workload"  # how L is derived: "theory" (condition A2, loose) or "workload" (docs/theory.md)
     nic_share: float = 0.5  # beta = nic_share x NIC bandwidth, reserved on each NIC a ring crosses
     restart_s: float | None = None  # checkpoint-restart cost a plan expects when a job moves (None: the world's, Nodes.restart_s)
@@ -52,6 +54,11 @@ class GadgetParams:
     # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
     energy_cost_per_gpu_s: float = 0.0
     server_cost_per_s: float = 0.0
+    # the per-job plan search: "contiguous" (trace mode: gap-free plans of one worker count on the
+    # greedy embedding) or "exact" (every configuration in every slot, the theorem's subroutine;
+    # for small instances: it enumerates per-server worker vectors and counts work in samples)
+    subroutine: str = "contiguous"
+    max_per_server: int | None = None  # the most workers a plan puts on one server (None: its GPUs)
 
     def __post_init__(self) -> None:
         for problem in self.problems():
@@ -73,6 +80,10 @@ class GadgetParams:
         if _positive(self.L) and _positive(self.U):
             need(self.U > self.L, f"U must exceed L, got L={self.L}, U={self.U}")
         need(0 < self.zeta <= 1, f"zeta must lie in (0, 1], got {self.zeta}")
+        need(self.zeta_nic is None or 0 < self.zeta_nic <= 1, f"zeta_nic must lie in (0, 1], got {self.zeta_nic}")
+        need(self.subroutine in SUBROUTINES, f"subroutine must be one of {', '.join(SUBROUTINES)}, got {self.subroutine!r}")
+        need(self.max_per_server is None or self.max_per_server >= 1,
+             f"max_per_server must be at least 1, got {self.max_per_server}")
         need(0 < self.nic_share <= 1, f"nic_share must lie in (0, 1], got {self.nic_share}")
         need(self.restart_s is None or _non_negative(self.restart_s), f"restart_s must be >= 0, got {self.restart_s}")
         need(0 < self.tail_utility < 1, f"tail_utility must lie in (0, 1), got {self.tail_utility}")

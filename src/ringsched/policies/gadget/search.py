@@ -19,6 +19,7 @@ from ringsched.job import Job
 from ringsched.policies.gadget import kernels
 from ringsched.policies.gadget.book import Plan
 from ringsched.policies.gadget.embed import StepEmbeddings, embed
+from ringsched.policies.gadget.exact import exact_plan
 from ringsched.policies.gadget.params import GadgetParams, job_menu
 from ringsched.policies.gadget.plan import choose, contiguous_payoffs
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
@@ -50,14 +51,16 @@ class PlanSearch:
         self.prices_g: PriceFunction | None = None
         self.prices_b: PriceFunction | None = None
         self._rates: dict[tuple, float] = {}
+        self.exact_tables: dict[tuple, tuple] = {}  # configurations of the exact subroutine (``exact.py``)
 
     def set_prices(self, L: float, U: float) -> None:
         self.prices_g = PriceFunction(L, U, self.p.zeta)
-        self.prices_b = PriceFunction(L, U, self.p.zeta)
+        self.prices_b = PriceFunction(L, U, self.p.zeta if self.p.zeta_nic is None else self.p.zeta_nic)
 
     def clear_rates(self) -> None:
         """Forget cached speeds (the speed model was refitted)."""
         self._rates.clear()
+        self.exact_tables.clear()
 
     # ------------------------------------------------------------ speeds
     def plan_rate(self, nodes, job: Job, w: int, k: int, d: int) -> float:
@@ -103,6 +106,8 @@ class PlanSearch:
         top, total, btop, btotal, any_b = kernels.window_stats(used_g, used_b, b, self.ledger.front, slot)
         free = gpus - top  # free in every slot of the step
         free[:, 0] = np.minimum(free[:, 0], nodes.capacity - used_g[:, 0])
+        if self.p.max_per_server is not None:
+            np.minimum(free, self.p.max_per_server, out=free)
         np.maximum(free, 0, out=free)
         # a step of b slots is priced at its mean usage (b x P(mean)): one exponential per step
         # instead of per slot keeps long windows cheap (it slightly under-prices uneven steps)
@@ -137,6 +142,8 @@ class PlanSearch:
         c = nodes.cluster
         if win is None:
             win = self.window(nodes, slot, horizon_end_s)
+        if self.p.subroutine == "exact":
+            return exact_plan(self, job, remaining, nodes, slot, win)
         menu = job_menu(job, c.total_gpus)
         if not menu:
             return None

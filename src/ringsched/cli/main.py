@@ -13,6 +13,7 @@ import typer
 from ringsched.cli import compare_cmd, model_cmd, simulate_cmd, sweep_cmd
 from ringsched.cli import run_cmd
 from ringsched.cli import optimum_cmd
+from ringsched.cli import suite_cmd
 from ringsched.errors import InputError
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app.command("compare")(compare_cmd.compare)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("run")(run_cmd.run)
 app.command("optimum-check")(optimum_cmd.optimum_check)
+app.command("suite")(suite_cmd.suite)
 
 
 @app.command("policies")

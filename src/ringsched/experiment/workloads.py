@@ -22,11 +22,11 @@ from ringsched.job import Job
 
 
 def shared_traces() -> Path:
-    """The shared traces folder: $RINGSCHED_SHARED_TRACES, else the first ``shared/traces``
-    found beside the repository or a folder above it (a worktree sits deeper than the repo)."""
-    env = os.environ.get("RINGSCHED_SHARED_TRACES")
+    """The shared traces folder: $RINGSCHED_SHARED/traces (as the tests), else the first
+    ``shared/traces`` beside the repository or a folder above it (a worktree sits deeper)."""
+    env = os.environ.get("RINGSCHED_SHARED")
     if env:
-        return Path(env)
+        return Path(env) / "traces"
     repo = Path(__file__).resolve().parents[3]
     for up in repo.parents:
         if (up / "shared" / "traces").is_dir():

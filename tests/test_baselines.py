@@ -327,3 +327,29 @@ def test_every_policy_on_a_random_workload(name):
     started = r[r.first_start_s.notna()]
     assert (started.first_start_s >= started.arrival_s).all()
     pd.testing.assert_frame_equal(r, run(jobs, c, name, **cfg))
+
+
+# ------------------------------------------------------------------ FIFO, strict FIFO, SRTF re-placement
+
+def test_fifo_backfills_and_fifo_strict_blocks_behind_the_head():
+    c = parse_spec("1x8")
+    jobs = [job(0, 0, 6, 3000.0, c), job(1, 10, 4, 1000.0, c), job(2, 20, 2, 500.0, c)]
+    back = run(jobs, c, "fifo", slot_s=300)
+    strict = run(jobs, c, "fifo-strict", slot_s=300)
+    # j1 (4 GPUs) does not fit beside j0 (6 of 8); j2 (2 GPUs) does
+    assert back.loc["j2", "first_start_s"] == 300.0 and back.loc["j2", "first_start_s"] < back.loc["j1", "first_start_s"]
+    assert strict.loc["j2", "first_start_s"] >= strict.loc["j1", "first_start_s"] >= strict.loc["j0", "finish_s"] - 1e-9
+    assert (back.preemptions == 0).all() and (strict.preemptions == 0).all()
+
+
+def test_srtf_moves_a_fragmented_ring_onto_fewer_servers_when_room_appears():
+    c = parse_spec("2x8")
+    spread = state(job(0, 0, 8, 5000.0, c), 0, c, placement=(0, 0, 0, 0, 1, 1, 1, 1))
+    out = make_policy("srtf").optimize([spread], nodes(c), {"j0": spread.placement})
+    assert out["j0"] in ((0,) * 8, (1,) * 8)
+    # with no room for a better placement it keeps its servers (a move costs a restart)
+    other = state(job(1, 0, 4, 9000.0, c), 1, c, placement=(0, 0, 0, 0))
+    other2 = state(job(2, 0, 4, 9000.0, c), 2, c, placement=(1, 1, 1, 1))
+    prev = {"j0": spread.placement, "j1": other.placement, "j2": other2.placement}
+    out = make_policy("srtf").optimize([spread, other, other2], nodes(c), prev)
+    assert out == prev

@@ -152,3 +152,10 @@ def test_simulate_takes_estimates_and_reports_them(cli):
     assert '"estimates": "lognormal:1"' in out
     code, _, err = cli("simulate", "--trace", "synthetic:3", "--cluster", "2x8", "--estimates", "normal:1")
     assert code == 2 and "estimates" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["compare", "sweep"])
+def test_compare_and_sweep_check_their_estimates(cli, tmp_path, command):
+    code, _, err = cli(command, "--trace", "synthetic:5", "--cluster", "2x8", "--policies", "fifo",
+                       "--estimates", "lognormal:zz", "--out", tmp_path / "o")
+    assert code == 2 and "estimates" in err and len(err.strip().splitlines()) == 1

@@ -188,21 +188,33 @@ def test_unfinished_jobs_are_charged_to_the_horizon():
     assert r.summary["gpu_utilization"] == pytest.approx(1.0)
 
 
+def test_a_job_finishing_inside_the_last_slot_before_the_horizon_completes():
+    c = parse_spec("1x8")
+    r = run([job(0, 0, 8, 100.0, c), job(1, 0, 8, 100.0, c)], c, slot_s=300, horizon_s=200.0)
+    row = r.jobs.set_index("job_id").loc["j0"]
+    assert row.status == "completed" and row.finish_s == pytest.approx(100.0)
+    assert r.summary["gpu_utilization"] <= 1.0 and r.jobs.gpu_s.sum() == pytest.approx(800.0)
+
+
 def test_busy_period_excludes_idle_gaps_and_the_tail_of_jobs_nobody_runs():
     c = parse_spec("1x8")
 
-    class OnlyFirst(Policy):  # runs j0 and j2, never j1
+    class OnlyFirst(Policy):  # runs j0 and j2, never j1, and keeps waking up to the horizon
         name = "only-first-test"
+
+        def wakeup_s(self, now_s, slot_s):
+            return now_s + slot_s
 
         def optimize(self, jobs, nodes, previous_allocations):
             return {js.job_id: (0,) * 8 for js in jobs if js.job_id != "j1"}
 
-    jobs = [job(0, 0, 8, 1000.0, c), job(2, 50_000, 8, 1000.0, c), job(1, 60_000, 8, 1000.0, c)]
-    r = run(jobs, c, OnlyFirst(), decide_at_events=True)
+    jobs = [job(0, 0, 8, 1000.0, c), job(2, 50_000, 8, 1000.0, c), job(1, 50_500, 8, 1000.0, c)]
+    r = run(jobs, c, OnlyFirst(), decide_at_events=True, horizon_s=100_000.0)
     s = r.summary
     assert s["busy_period_s"] == pytest.approx(2000.0)  # the gap and j1's endless wait excluded
     assert s["gpu_utilization_busy"] == pytest.approx(1.0)
-    assert s["gpu_utilization"] == pytest.approx(16_000.0 / (8 * (s["simulated_s"] - 0.0)))
+    assert s["simulated_s"] == 100_000.0
+    assert s["gpu_utilization"] == pytest.approx(16_000.0 / (8 * 100_000.0))
 
 
 def test_deciding_at_events_never_delays_a_job_compared_with_slots():

@@ -13,6 +13,7 @@ import typer
 from ringsched.cli import compare_cmd, model_cmd, simulate_cmd, sweep_cmd
 from ringsched.cli import run_cmd
 from ringsched.cli import optimum_cmd
+from ringsched.cli import suite_cmd
 from ringsched.errors import InputError
 
 app = typer.Typer(
@@ -31,6 +32,7 @@ app.command("run", epilog="Example: ringsched run --backend local --cluster 2x2 
     run_cmd.run)
 app.command("optimum-check", epilog="Example: ringsched optimum-check --instances 20 --seed 0")(
     optimum_cmd.optimum_check)
+app.command("suite", epilog="Example: ringsched suite --quick --out results/suite")(suite_cmd.suite)
 
 
 def _version(value: bool) -> None:

@@ -40,13 +40,10 @@ from ringsched.objectives.energy import EnergyModel
 from ringsched.perfmodel.speed import Placement, SpeedModel
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.contention import fair_shares
+from ringsched.simulator.validate import PolicyError, validated_changes
 from ringsched.simulator.estimates import Estimates, estimates_from_text, reestimate
 from ringsched.simulator.metrics import isolated_run_s
 from ringsched.simulator.result import SimResult, build_result
-
-
-class PolicyError(RuntimeError):
-    """A policy returned an impossible allocation (a bug in the policy, not bad input)."""
 
 
 @dataclass(frozen=True)
@@ -212,45 +209,6 @@ class Simulator:
         self.busy += len(placement)
 
     # ---------------------------------------------------------------- decisions
-    def _changes(self, new: dict, t: float) -> list[tuple[str, Placement, Placement]]:
-        """(job, old, new) for every placement that changes, validated.
-
-        Unchanged placements were valid when made and failures evict what they break, so only
-        the changes need checking: bounds and order per job, then capacity with the changes
-        applied to the current usage."""
-        name = self.policy.name
-        n = self.used.size
-        out = []
-        for jid, p in new.items():
-            old = self.alloc.get(jid, ())
-            if p == old:
-                continue
-            js = self.active.get(jid)
-            if js is None:
-                raise PolicyError(f"{name}: allocation for unknown or inactive job {jid!r} at t={t}")
-            if p:
-                w = len(p)
-                if not js.job.min_workers <= w <= js.job.max_workers:
-                    raise PolicyError(f"{name}: job {jid} given {w} workers outside "
-                                      f"[{js.job.min_workers}, {js.job.max_workers}] at t={t}")
-                if p[0] < 0 or p[-1] >= n or (w > 1 and any(a > b for a, b in zip(p, p[1:]))):
-                    raise PolicyError(f"{name}: job {jid}: placement {p} is not sorted server indices")
-            out.append((jid, old, p))
-        out.extend((jid, old, ()) for jid, old in self.alloc.items() if jid not in new)
-        if out:
-            delta: dict[int, int] = {}
-            for _, old, p in out:
-                for s_ in old:
-                    delta[s_] = delta.get(s_, 0) - 1
-                for s_ in p:
-                    delta[s_] = delta.get(s_, 0) + 1
-            used, gpus, up = self.used, self.cluster.gpus, self.up
-            for s_, d in delta.items():
-                if d > 0 and (not up[s_] or used[s_] + d > gpus[s_]):
-                    cap = int(gpus[s_]) if up[s_] else 0
-                    raise PolicyError(f"{name}: server {s_} given {int(used[s_] + d)} workers, capacity {cap} at t={t}")
-        return out
-
     def _decide(self, t: float) -> None:
         nodes = Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed, self.cfg.restart_s)
         w0 = time.perf_counter()
@@ -258,7 +216,8 @@ class Simulator:
         self.decision_wall_s += time.perf_counter() - w0
         self.decisions += 1
         new = {jid: p if type(p) is tuple else tuple(p) for jid, p in new.items()}
-        self._apply(self._changes(new, t), t)
+        self._apply(validated_changes(self.policy.name, new, self.alloc, self.active, self.used, self.up,
+                                      self.cluster.gpus, t), t)
 
     def _apply(self, changes: list[tuple[str, Placement, Placement]], t: float) -> None:
         for _, old, _p in changes:  # free first, so moves between servers never over-count

@@ -1,0 +1,80 @@
+"""``ringsched suite``: the evaluation suite (docs/suite.md) from the command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ringsched.errors import InputError
+
+
+def _select(names: str | None, quick: bool):
+    from ringsched.experiment.workloads import WORKLOADS
+
+    if not names:
+        chosen = list(WORKLOADS)
+    else:
+        by = {w.name: w for w in WORKLOADS}
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in by]
+        if unknown:
+            raise InputError(f"unknown workload {unknown[0]!r}; known: {', '.join(by)}", field="workloads")
+        chosen = [by[n] for n in wanted]
+    if quick:  # a tiny suite: the first 40 jobs of each workload
+        import dataclasses
+
+        chosen = [dataclasses.replace(w, limit=min(w.limit or 40, 40)) for w in chosen]
+    return chosen
+
+
+def suite(
+    out: Path = typer.Option(Path("suite-results"), "--out", help="Folder for the Parquet tables and index.html."),
+    workloads: str = typer.Option(None, "--workloads", help="Comma-separated workload names (default: all; "
+                                  "docs/suite.md lists them)."),
+    policies: str = typer.Option("all", "--policies", help="Comma-separated policy specs, or 'all'."),
+    target: str = typer.Option("gadget", "--target", help="The policy compared with the best of the others."),
+    estimates: str = typer.Option("exact,lognormal:1", "--estimates",
+                                  help="Comma-separated estimate settings run side by side (docs/metrics.md)."),
+    seeds: int = typer.Option(2, "--seeds", min=1, max=20, help="Seeds per workload (0, 1, ...)."),
+    quick: bool = typer.Option(False, "--quick", help="Only the first 40 jobs of each workload (a smoke test)."),
+    slotted: bool = typer.Option(False, "--slotted", help="Decide at slot boundaries only (default: also at "
+                                 "arrivals and completions)."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Worker processes."),
+    engine: str = typer.Option("process", "--engine", help="process (local worker processes) or ray."),
+) -> None:
+    """Run every policy on the suite's workloads; print the target's ratios to the best baseline."""
+    from ringsched.cli.workload import parse_policies
+    from ringsched.experiment.suite import cells_for, run_suite, skipped_workloads, write_suite
+    from ringsched.experiment.suite_report import print_report
+    from ringsched.simulator.estimates import parse_estimates
+
+    if engine not in ("process", "ray"):
+        raise InputError(f"engine must be process or ray, got {engine!r}", field="engine")
+    pols = parse_policies(policies)
+    if target not in pols:
+        raise InputError(f"target {target!r} is not among the policies", field="target")
+    ests = [parse_estimates(e).spec() for e in estimates.split(",") if e.strip()]
+    err = Console(stderr=True)
+    chosen = _select(workloads, quick)
+    for w, why in skipped_workloads(chosen):
+        err.print(f"skipped workload {w.name}: {why}", markup=False, highlight=False)
+    skipped = {w.name for w, _ in skipped_workloads(chosen)}
+    chosen = [w for w in chosen if w.name not in skipped]
+    if not chosen:
+        raise InputError("no workload left to run (shared traces absent?)", field="workloads")
+    cells = cells_for(chosen, pols, seeds=range(seeds), estimates=ests, decide_at_events=not slotted)
+    total = len(cells)
+    done = [0]
+
+    def progress(row):
+        done[0] += 1
+        err.print(f"[{done[0]}/{total}] {row['workload']} seed {row['seed']} {row['estimates']} {row['policy']}: "
+                  f"{row['wall_s']:.1f} s", markup=False, highlight=False)
+
+    df = run_suite(cells, workers=workers, engine=engine, progress=progress)
+    tables = write_suite(out, df, target)
+    print_report(tables, target, Console())
+    sys.stdout.flush()

@@ -1,0 +1,221 @@
+"""The evaluation suite (issue 15, docs/suite.md): every policy on every workload of
+``experiment.workloads``, with two seeds each, under exact and noisy duration estimates, in
+the world that decides at arrivals and completions.
+
+``run_suite`` runs the cells (workload x seed x estimates x policy) in parallel processes or
+on a Ray cluster and returns one row per cell; ``ratios`` turns the rows into the target
+policy's ratios to the best baseline per workload (means over seeds), ``paired`` into the
+per-seed paired differences with a confidence interval, ``overall`` into geometric means
+and worst cases. ``write_suite`` writes them as Parquet and an HTML page. Everything here
+is recomputable from ``cells.parquet`` alone (tests/test_suite.py does it).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import math
+import multiprocessing as mp
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ringsched.experiment.workloads import WORKLOADS, SuiteWorkload, offered_load, perturb_arrivals
+
+METRICS = (("total_utility", "max"), ("mean_jct_s", "min"), ("p99_jct_s", "min"))
+ESTIMATES = ("exact", "lognormal:1")
+
+
+@dataclass(frozen=True)
+class Cell:
+    workload: SuiteWorkload
+    seed: int
+    estimates: str
+    policy: str
+    decide_at_events: bool = True
+
+
+def run_cell(cell: Cell) -> dict:
+    """One policy on one workload, seed and estimate setting: a flat row of figures."""
+    from ringsched.experiment.config import TraceSettings
+    from ringsched.experiment.run import run_one
+    from ringsched.experiment.workload import load_workload
+    from ringsched.perfmodel.speed import SpeedModel
+    from ringsched.simulator import SimConfig
+
+    w = cell.workload
+    t0 = time.perf_counter()
+    trace = TraceSettings(trace=w.spec(), vc=w.vc, window=w.window, limit=w.limit, rigid=w.rigid)
+    wl = load_workload(trace, w.cluster, seed=cell.seed)
+    jobs = perturb_arrivals(wl.jobs, cell.seed)
+    cfg = SimConfig(seed=cell.seed, estimates=cell.estimates, decide_at_events=cell.decide_at_events)
+    s = run_one("jct", jobs, wl.cluster, cell.policy, cfg).summary
+    row = {"workload": w.name, "family": w.family, "mix": w.mix, "setup": w.describe(), "seed": cell.seed,
+           "estimates": cell.estimates, "policy": cell.policy, "decide_at_events": cell.decide_at_events,
+           "jobs": s["jobs"], "completed": s["completed"], "rejected": s["rejected"],
+           "offered_load": offered_load(jobs, wl.cluster, SpeedModel(wl.cluster))}
+    for k in ("total_utility", "max_utility", "mean_jct_s", "p50_jct_s", "p99_jct_s", "mean_jct_completed_s",
+              "gpu_utilization", "gpu_utilization_busy", "worst_ftf_rho", "jain_index", "energy_kwh", "preemptions"):
+        row[k] = np.nan if s.get(k) is None else float(s[k])
+    for k, v in (s.get("policy_stats") or {}).items():
+        row[f"stat_{k}"] = float(v)
+    row["wall_s"] = time.perf_counter() - t0
+    return row
+
+
+def cells_for(workloads: Sequence[SuiteWorkload], policies: Sequence[str], *, seeds: Sequence[int] = (0, 1),
+              estimates: Sequence[str] = ESTIMATES, decide_at_events: bool = True) -> list[Cell]:
+    return [Cell(w, s, e, p, decide_at_events) for w in workloads for s in seeds for e in estimates for p in policies]
+
+
+def run_suite(cells: Sequence[Cell], *, workers: int = 2, engine: str = "process",
+              progress: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """Every cell, in ``workers`` processes (``engine="process"``) or as Ray tasks
+    (``engine="ray"``: ``ray.init()`` joins the cluster of $RAY_ADDRESS, else starts a local
+    one); rows sorted by workload, seed, estimates, policy."""
+    rows = []
+    if engine == "ray":
+        rows = _run_on_ray(cells, progress)
+    elif workers <= 1:
+        for c in cells:
+            rows.append(run_cell(c))
+            if progress:
+                progress(rows[-1])
+    else:
+        # fork where there is one: a spawned child re-runs the console script, which has no
+        # __main__ guard (as compare does, cli/compare_cmd.py)
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        with cf.ProcessPoolExecutor(workers, mp_context=ctx) as ex:
+            for f in cf.as_completed([ex.submit(run_cell, c) for c in cells]):
+                rows.append(f.result())
+                if progress:
+                    progress(rows[-1])
+    order = {w.name: i for i, w in enumerate(WORKLOADS)}
+    df = pd.DataFrame(rows)
+    df["_o"] = df["workload"].map(lambda n: order.get(n, len(order)))
+    return df.sort_values(["_o", "workload", "seed", "estimates", "policy"]).drop(columns="_o").reset_index(drop=True)
+
+
+def _run_on_ray(cells: Sequence[Cell], progress) -> list[dict]:
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(run_cell)
+        pending = [task.remote(c) for c in cells]
+        rows = []
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            rows.append(ray.get(done[0]))
+            if progress:
+                progress(rows[-1])
+        return rows
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ---------------------------------------------------------------- analysis
+
+def _better(metric: str) -> str:
+    return dict(METRICS)[metric]
+
+
+def ratios(cells: pd.DataFrame, target: str = "gadget") -> pd.DataFrame:
+    """Per workload and estimate setting: the target's mean (over seeds) of each metric over
+    the best baseline's mean (every other policy), with which baseline was best. Utility
+    ratios > 1 and JCT ratios < 1 favour the target."""
+    out = []
+    means = cells.groupby(["workload", "estimates", "policy"], sort=False)[[m for m, _ in METRICS]].mean()
+    for (wname, est), g in means.groupby(level=[0, 1], sort=False):
+        g = g.droplevel([0, 1])
+        if target not in g.index or len(g) < 2:
+            continue
+        base = g.drop(index=target)
+        row = {"workload": wname, "estimates": est}
+        for m, how in METRICS:
+            best = base[m].idxmax() if how == "max" else base[m].idxmin()
+            row[f"{m}_best"] = best
+            row[f"{m}_target"] = float(g.loc[target, m])
+            row[f"{m}_baseline"] = float(base.loc[best, m])
+            row[f"{m}_ratio"] = float(g.loc[target, m] / base.loc[best, m]) if base.loc[best, m] else np.nan
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def paired(cells: pd.DataFrame, r: pd.DataFrame, target: str = "gadget", level: float = 0.95) -> pd.DataFrame:
+    """Per estimate setting and metric: the target's relative difference to the workload's best
+    baseline (fixed per workload by ``ratios``), paired per workload and seed; its mean and a
+    Student-t confidence interval over the pairs."""
+    from scipy import stats
+
+    out = []
+    idx = cells.set_index(["workload", "estimates", "seed", "policy"])
+    for est, rr in r.groupby("estimates", sort=False):
+        for m, _ in METRICS:
+            d = []
+            for row in rr.itertuples():
+                best = getattr(row, f"{m}_best")
+                for seed in sorted(set(cells.loc[(cells.workload == row.workload) & (cells.estimates == est), "seed"])):
+                    a, b = idx.loc[(row.workload, est, seed, target), m], idx.loc[(row.workload, est, seed, best), m]
+                    if b:
+                        d.append(a / b - 1.0)
+            d = np.asarray(d, dtype=float)
+            d = d[np.isfinite(d)]
+            half = (float(stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size))
+                    if d.size > 1 else np.nan)
+            mean = float(d.mean()) if d.size else np.nan
+            out.append({"estimates": est, "metric": m, "pairs": int(d.size), "mean_rel_diff": mean,
+                        "ci_low": mean - half, "ci_high": mean + half, "level": level})
+    return pd.DataFrame(out)
+
+
+def overall(r: pd.DataFrame) -> pd.DataFrame:
+    """Per estimate setting and metric: geometric mean of the ratios and the worst workload."""
+    out = []
+    for est, rr in r.groupby("estimates", sort=False):
+        for m, how in METRICS:
+            x = rr[f"{m}_ratio"].to_numpy(dtype=float)
+            ok = np.isfinite(x) & (x > 0)
+            worst_i = int(np.argmin(np.where(ok, x, np.inf)) if how == "max" else np.argmax(np.where(ok, x, -np.inf)))
+            out.append({"estimates": est, "metric": m, "workloads": int(ok.sum()),
+                        "geomean_ratio": float(np.exp(np.log(x[ok]).mean())) if ok.any() else np.nan,
+                        "worst_ratio": float(x[worst_i]) if ok.any() else np.nan,
+                        "worst_workload": rr["workload"].iloc[worst_i] if ok.any() else ""})
+    return pd.DataFrame(out)
+
+
+def workload_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per workload: its setup, offered load, and GPU utilisation of each policy (exact)."""
+    ex = cells[cells.estimates == cells.estimates.iloc[0]]
+    info = ex.groupby("workload", sort=False)[["family", "mix", "setup", "jobs", "offered_load"]].first()
+    util = ex.pivot_table(index="workload", columns="policy", values="gpu_utilization_busy", aggfunc="mean")
+    return info.join(util.add_prefix("busy_util_"), how="left").reset_index()
+
+
+def write_suite(out_dir: Path, cells: pd.DataFrame, target: str = "gadget") -> dict[str, pd.DataFrame]:
+    """cells.parquet, ratios.parquet, paired.parquet, overall.parquet and index.html."""
+    from ringsched.experiment.suite_html import suite_page
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    r = ratios(cells, target)
+    tables = {"cells": cells, "ratios": r, "paired": paired(cells, r, target) if len(r) else pd.DataFrame(),
+              "overall": overall(r) if len(r) else pd.DataFrame(), "workloads": workload_table(cells)}
+    for name, t in tables.items():
+        t.to_parquet(out_dir / f"{name}.parquet", index=False)
+    (out_dir / "index.html").write_text(suite_page(tables, target))
+    return tables
+
+
+def skipped_workloads(workloads: Sequence[SuiteWorkload]) -> list[tuple[SuiteWorkload, str]]:
+    """The workloads whose shared trace file is absent, with the reason."""
+    return [(w, f"{w.needs()} not found") for w in workloads if w.needs() is not None and not w.needs().exists()]
+
+
+__all__ = ["Cell", "cells_for", "overall", "paired", "ratios", "run_cell", "run_suite", "skipped_workloads",
+           "workload_table", "write_suite"]

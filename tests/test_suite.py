@@ -1,0 +1,96 @@
+"""The evaluation suite: its workloads cover what issue 15 asks, its ratios are recomputed
+from its Parquet, absent traces skip with a reason, and Ray runs give the process rows."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ringsched.experiment.suite import cells_for, run_suite, skipped_workloads, write_suite
+from ringsched.experiment.workloads import WORKLOADS, perturb_arrivals
+
+SYN = [w for w in WORKLOADS if w.family == "synthetic"]
+POLICIES = ["fifo", "srtf", "gadget"]
+
+
+def tiny(names=("syn-1.1", "syn-3"), limit=30):
+    return [dataclasses.replace(w, limit=limit) for w in WORKLOADS if w.name in names]
+
+
+def test_the_workloads_span_every_family_load_cluster_and_mix():
+    assert len(WORKLOADS) >= 16 and len({w.name for w in WORKLOADS}) == len(WORKLOADS)
+    assert {w.family for w in WORKLOADS} >= {"philly", "itp", "gavel", "elasticflow", "alibaba", "pollux", "synthetic"}
+    servers = {int(w.cluster.split("x")[0]) for w in WORKLOADS}
+    assert min(servers) == 2 and max(servers) == 80
+    assert any(w.rigid for w in WORKLOADS) and any(not w.rigid for w in WORKLOADS)
+
+
+def test_arrival_perturbation_is_seeded_and_seed_0_is_the_trace():
+    from ringsched.cli.workload import load_workload
+
+    jobs = load_workload("synthetic:50", "2x8", vc=None, window=None, limit=None, seed=0, rigid=False).jobs
+    assert perturb_arrivals(jobs, 0) == jobs
+    a, b = perturb_arrivals(jobs, 1), perturb_arrivals(jobs, 1)
+    assert a == b and [j.arrival_s for j in a] != [j.arrival_s for j in jobs]
+    assert all(j.arrival_s >= 0 for j in a)
+
+
+@pytest.fixture(scope="module")
+def suite_out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("suite")
+    cells = run_suite(cells_for(tiny(), POLICIES), workers=2)
+    write_suite(out, cells, "gadget")
+    return out
+
+
+def test_ratios_are_recomputed_from_the_parquet(suite_out):
+    cells = pd.read_parquet(suite_out / "cells.parquet")
+    assert len(cells) == 2 * 2 * 2 * len(POLICIES)  # workloads x seeds x estimates x policies
+    assert set(cells.estimates) == {"exact", "lognormal:1"}
+    got = pd.read_parquet(suite_out / "ratios.parquet").set_index(["workload", "estimates"])
+    for (wname, est), g in cells.groupby(["workload", "estimates"]):
+        means = g.groupby("policy")[["total_utility", "mean_jct_s", "p99_jct_s"]].mean()
+        base = means.drop(index="gadget")
+        row = got.loc[(wname, est)]
+        assert row.total_utility_ratio == pytest.approx(means.loc["gadget", "total_utility"] / base.total_utility.max())
+        assert row.mean_jct_s_ratio == pytest.approx(means.loc["gadget", "mean_jct_s"] / base.mean_jct_s.min())
+        assert row.p99_jct_s_ratio == pytest.approx(means.loc["gadget", "p99_jct_s"] / base.p99_jct_s.min())
+    overall = pd.read_parquet(suite_out / "overall.parquet").set_index(["estimates", "metric"])
+    for est, rr in got.groupby(level=1):
+        x = rr.mean_jct_s_ratio.to_numpy()
+        assert overall.loc[(est, "mean_jct_s"), "geomean_ratio"] == pytest.approx(float(np.exp(np.log(x).mean())))
+        assert overall.loc[(est, "mean_jct_s"), "worst_ratio"] == pytest.approx(x.max())
+    paired = pd.read_parquet(suite_out / "paired.parquet")
+    assert (paired.pairs == 4).all() and (paired.ci_low <= paired.mean_rel_diff).all()
+    assert (suite_out / "index.html").read_text().count("<table") >= 3
+
+
+def test_each_cell_reports_offered_load_and_utilisation(suite_out):
+    cells = pd.read_parquet(suite_out / "cells.parquet")
+    assert (cells.offered_load > 0).all()
+    assert ((cells.gpu_utilization >= 0) & (cells.gpu_utilization <= cells.gpu_utilization_busy + 1e-9)).all()
+    assert (cells.gpu_utilization_busy <= 1 + 1e-9).all()
+
+
+def test_absent_shared_traces_skip_with_a_reason(monkeypatch, tmp_path, cli):
+    monkeypatch.setenv("RINGSCHED_SHARED", str(tmp_path / "nowhere"))
+    skipped = dict((w.name, why) for w, why in skipped_workloads(WORKLOADS))
+    assert set(skipped) == {w.name for w in WORKLOADS if w.family != "synthetic"}
+    assert all("not found" in why for why in skipped.values())
+    code, out, err = cli("suite", "--quick", "--workloads", "philly-ee9e8c,syn-0.5", "--policies", "fifo,gadget",
+                         "--estimates", "exact", "--seeds", "1", "--workers", "1", "--out", tmp_path / "o")
+    assert code == 0, err
+    assert "skipped workload philly-ee9e8c" in err and "syn-0.5" in out
+    code, _, err = cli("suite", "--workloads", "nope")
+    assert code == 2 and "nope" in err and len(err.strip().splitlines()) == 1
+
+
+def test_ray_engine_gives_the_rows_of_processes():
+    pytest.importorskip("ray")
+    cells = cells_for(tiny(("syn-1.1",), limit=15), ["fifo", "srtf"], seeds=(0,), estimates=("exact",))
+    local = run_suite(cells, workers=1).drop(columns="wall_s")
+    on_ray = run_suite(cells, engine="ray").drop(columns="wall_s")
+    pd.testing.assert_frame_equal(local, on_ray)

@@ -72,10 +72,10 @@ def read_yaml(path: str | Path) -> YamlDoc:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        raise InputError(f"not valid YAML ({e.problem or e.context})", file=name,
+        raise InputError(f"invalid YAML ({e.problem or e.context})", file=name,
                          row=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as e:
-        raise InputError(f"not valid YAML ({str(e).splitlines()[0]})", file=name) from None
+        raise InputError(f"invalid YAML ({str(e).splitlines()[0]})", file=name) from None
     finally:
         loader.dispose()
     lines: dict[tuple, int] = {}

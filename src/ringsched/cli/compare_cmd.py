@@ -31,7 +31,6 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
 from rich.table import Table
 
 from ringsched.cli import workload as w
-from ringsched.validation.paths import output_folder
 
 # ------------------------------------------------------------------------------ worker side
 _QUEUE = None  # the parent's progress queue, set in each worker by _worker_init
@@ -338,7 +337,6 @@ def compare(
     """Run several policies on the same trace and cluster in parallel; table, files and an HTML report."""
     t0 = time.perf_counter()
     err = Console(stderr=True)
-    output_folder(out)
     names = w.parse_policies(policies)
     objective = w.check_objective(objective)
     sim_kwargs = w.sim_config_kwargs(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,

@@ -4,7 +4,8 @@
 (unknown option, missing argument, a value of the wrong type) come back as exceptions and are
 printed as one line like any ``InputError``, instead of click's boxed panel. Before parsing,
 ``OPTION_BOUNDS`` is attached to every command's options of those names: each given value is
-checked against its bound (``validation.bounds.LIMITS``) before the command runs. It also
+checked against its bound (``validation.bounds.LIMITS``) before the command runs, and each
+output path of ``OUTPUT_PATHS`` is checked writable, so a bad ``--out`` costs one line, not a run. It also
 points numba's cache at a temporary folder when neither the package nor the home folder can
 hold it, so an unwritable HOME does not break every command.
 """
@@ -21,6 +22,7 @@ from typer._click import exceptions as click  # typer (pinned) vendors click: it
 
 from ringsched.errors import InputError
 from ringsched.validation.bounds import LIMITS, Bound
+from ringsched.validation.paths import output_file, output_folder
 
 EXIT_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -33,6 +35,11 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "--time-limit": LIMITS["time_limit_s"], "--limit": LIMITS["jobs"],
 }
 LIST_BOUNDS: dict[str, Bound] = {"--loads": LIMITS["load_factor"]}
+# (command, flag) -> the check of an output path, before the command does any work
+OUTPUT_PATHS = {("simulate", "--out"): output_folder, ("compare", "--out"): output_folder,
+                ("sweep", "--out"): output_folder, ("demo", "--out"): output_folder,
+                ("model fit", "--out"): output_file, ("model predict", "--out"): output_file,
+                ("optimum-check", "--details"): output_file}
 _SEEDS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
@@ -72,20 +79,35 @@ def _check_seeds(ctx, param, value):
     return value
 
 
-def attach_bounds(cmd) -> None:
-    """Wrap the callback of every option named in the bound tables, in ``cmd`` and below."""
-    for param in getattr(cmd, "params", []):
-        flag = next((o for o in param.opts if o in OPTION_BOUNDS or o in LIST_BOUNDS or o == "--seeds"), None)
-        if flag is None or param.callback is not None:
-            continue
+def _check_output(check, flag: str):
+    def callback(ctx, param, value):
+        check(value, flag)
+        return value
+    return callback
+
+
+def _callback(path: str, flags: list[str]):
+    """The check of one parameter of the command at ``path``, or None."""
+    for flag in flags:
+        if (path, flag) in OUTPUT_PATHS:
+            return _check_output(OUTPUT_PATHS[(path, flag)], flag)
         if flag == "--seeds":
-            param.callback = _check_seeds
-        elif flag in LIST_BOUNDS:
-            param.callback = _check_list(LIST_BOUNDS[flag], flag)
-        else:
-            param.callback = _check_value(OPTION_BOUNDS[flag], flag)
-    for sub in getattr(cmd, "commands", {}).values():
-        attach_bounds(sub)
+            return _check_seeds
+        if flag in LIST_BOUNDS:
+            return _check_list(LIST_BOUNDS[flag], flag)
+        if flag in OPTION_BOUNDS:
+            return _check_value(OPTION_BOUNDS[flag], flag)
+    return None
+
+
+def attach_bounds(cmd, path: str = "") -> None:
+    """Give every parameter named in the tables its check, in ``cmd`` and its subcommands."""
+    for param in getattr(cmd, "params", []):
+        check = _callback(path, list(param.opts))
+        if check is not None and param.callback is None:
+            param.callback = check
+    for name, sub in getattr(cmd, "commands", {}).items():
+        attach_bounds(sub, f"{path} {name}".strip())
 
 
 def usage_line(e: click.UsageError) -> str:

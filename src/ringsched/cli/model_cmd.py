@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from ringsched.errors import InputError
-from ringsched.validation.paths import output_file
 
 app = typer.Typer(help="The ring-all-reduce performance model: fit, predict, fidelity.", no_args_is_help=True)
 
@@ -29,7 +28,6 @@ def fit_cmd(
     from ringsched.perfmodel.data import read_placements
     from ringsched.perfmodel.fit import MODELS, fit
 
-    output_file(out)
     if model not in MODELS:
         raise InputError(f"unknown model {model!r}; known: {', '.join(MODELS)}", field="--model")
     _, table = read_placements(data, require_step_time=True)
@@ -55,7 +53,6 @@ def predict_cmd(
     from ringsched.perfmodel.fit import load_fitted
     from ringsched.perfmodel.params_io import read_params_json
 
-    output_file(out)
     doc = read_params_json(params)
     try:
         model, p = load_fitted(doc)

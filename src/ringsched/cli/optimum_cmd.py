@@ -17,7 +17,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ringsched.errors import InputError
-from ringsched.validation.paths import output_file
 
 RULES = ("textbook", "quantised", "one")
 
@@ -48,7 +47,8 @@ def optimum_check(
         raise InputError(f"--max-jobs must lie in [2, 12], got {max_jobs}", field="max-jobs")
     if not 6 <= max_slots <= 24:
         raise InputError(f"--max-slots must lie in [6, 24], got {max_slots}", field="max-slots")
-    output_file(details, "--details")
+    if details is not None and not details.parent.exists():
+        raise InputError(f"directory of --details does not exist: {details.parent}", field="details")
 
     from ringsched.optimum.check import run_check
 

@@ -14,7 +14,6 @@ from rich.table import Table
 
 from ringsched.cli import workload as w
 from ringsched.errors import InputError
-from ringsched.validation.paths import output_folder
 
 # The fields printed in the terminal table, in order (the JSON has them all).
 TABLE_FIELDS = ("policy", "objective", "jobs", "completed", "waiting", "rejected", "mean_jct_s", "p50_jct_s", "p99_jct_s",
@@ -94,7 +93,6 @@ def simulate(
     from ringsched.simulator import SimConfig
 
     t0 = time.perf_counter()
-    output_folder(out)
     if admission is not None:
         policy += ("," if ":" in policy else ":") + f"admission={admission}"
     parse_policy(policy)  # unknown policy or option -> one line, exit 2

@@ -23,7 +23,6 @@ from rich.table import Table
 from ringsched.cli import workload as w
 from ringsched.cli.compare_cmd import RunOutcome, Task, default_workers, run_parallel, simulator_description
 from ringsched.errors import InputError
-from ringsched.validation.paths import output_folder
 
 ENGINES = ("local", "ray")
 RAY_OBJECT_STORE_BYTES = 128 * 1024 * 1024  # a local Ray instance only moves small summaries
@@ -210,7 +209,6 @@ def sweep(
 
     t0 = time.perf_counter()
     err = Console(stderr=True)
-    output_folder(out)
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}", field="engine")
     if address and engine != "ray":

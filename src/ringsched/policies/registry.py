@@ -54,6 +54,8 @@ def parse_policy(spec: str) -> tuple[str, dict]:
             if not eq or key not in fields:
                 raise InputError(f"policy {spec}: {item!r} is not key=value with key one of "
                                  f"{', '.join(fields)}", field="policy")
+            if key in opts:
+                raise InputError(f"policy {spec}: option {key!r} given twice", field="policy")
             opts[key] = coerce(val.strip(), fields[key].type, key=key, owner=f"policy {spec}", field="policy")
         try:
             params(**opts)

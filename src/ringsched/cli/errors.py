@@ -117,15 +117,22 @@ def usage_line(e: click.UsageError) -> str:
     return f"{where}: {msg}" if where else msg
 
 
+def numba_cache_fallback(package: Path, home_cache: Path) -> Path | None:
+    """The folder numba should cache in when neither ``package`` (numba's default, next to the
+    code) nor ``home_cache`` (its fallback, ~/.cache) can be written; None when one can."""
+    if _can_write(package) or _can_write(home_cache):
+        return None
+    return Path(tempfile.gettempdir()) / f"ringsched-numba-cache-{os.getuid()}"
+
+
 def ensure_numba_cache() -> None:
     """Point numba's cache at a temporary folder when its usual places are not writable."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
-    package = Path(__file__).resolve().parents[1]
-    home_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path(os.path.expanduser("~")) / ".cache")
-    if os.access(package, os.W_OK) or _writable(home_cache):
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path(os.path.expanduser("~")) / ".cache")
+    folder = numba_cache_fallback(Path(__file__).resolve().parents[1], home)
+    if folder is None:
         return
-    folder = Path(tempfile.gettempdir()) / f"ringsched-numba-cache-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     os.environ["NUMBA_CACHE_DIR"] = str(folder)
     if "numba" in sys.modules:  # already imported: make it read the variable again
@@ -134,10 +141,15 @@ def ensure_numba_cache() -> None:
         config.reload_config()
 
 
-def _writable(folder: Path) -> bool:
+def _can_write(folder: Path) -> bool:
+    """Whether a file can be created in ``folder`` or, if it does not exist, in its nearest parent."""
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
-    return os.access(folder, os.W_OK)
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def error_line(text: str) -> None:

@@ -6,7 +6,7 @@ no traceback, within the time and memory limits, and the line must name the file
 in a forked child of this process (imports paid once), in its own folder, process group,
 address-space limit and wall-clock limit.
 
-    .venv/bin/python scripts/bad_input_corpus.py [--only TEXT] [--show N] [--timeout-s S]
+    .venv/bin/python scripts/bad_input_corpus.py [--only TEXT] [--show N] [--timeout-s S] [--jobs J]
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def _vm_bytes() -> int:
     return 0
 
 
-def run_case(case: Case, folder: Path, *, timeout_s: float, extra_mem_bytes: int) -> dict:
-    """Run one case in a forked child; returns rc, stderr, timed_out, wall_s."""
+def start_case(case: Case, folder: Path, *, extra_mem_bytes: int) -> dict:
+    """Fork a child that runs the case; returns its handle (pid, start time, argv)."""
     from ringsched.cli.main import main
 
     argv = case.write(folder)
@@ -46,7 +46,6 @@ def run_case(case: Case, folder: Path, *, timeout_s: float, extra_mem_bytes: int
     limit = _vm_bytes() + extra_mem_bytes
     sys.stdout.flush()
     sys.stderr.flush()
-    t0 = time.monotonic()
     pid = os.fork()
     if pid == 0:  # child
         code = 1
@@ -73,25 +72,46 @@ def run_case(case: Case, folder: Path, *, timeout_s: float, extra_mem_bytes: int
             sys.stderr.flush()
         finally:
             os._exit(code)
+    return {"pid": pid, "t0": time.monotonic(), "argv": argv, "err_f": err_f}
+
+
+def poll_case(h: dict, *, timeout_s: float) -> dict | None:
+    """The result once the child has ended (killed, with its group, past ``timeout_s``), else None."""
+    done, status = os.waitpid(h["pid"], os.WNOHANG)
     timed_out = False
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() - t0 > timeout_s:
-            timed_out = True
-            os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            status = -9
-            break
-        time.sleep(0.01)
+    if not done:
+        if time.monotonic() - h["t0"] <= timeout_s:
+            return None
+        timed_out = True
+        os.killpg(h["pid"], signal.SIGKILL)
+        os.waitpid(h["pid"], 0)
     try:
-        os.killpg(pid, signal.SIGKILL)  # leftovers of the case (worker processes)
+        os.killpg(h["pid"], signal.SIGKILL)  # leftovers of the case (worker processes)
     except ProcessLookupError:
         pass
-    rc = os.waitstatus_to_exitcode(status) if status != -9 else -9
-    err = err_f.read_text(errors="replace") if err_f.exists() else ""
-    return {"rc": rc, "stderr": err, "timed_out": timed_out, "wall_s": time.monotonic() - t0, "argv": argv}
+    rc = -9 if timed_out else os.waitstatus_to_exitcode(status)
+    err = h["err_f"].read_text(errors="replace") if h["err_f"].exists() else ""
+    return {"rc": rc, "stderr": err, "timed_out": timed_out, "wall_s": time.monotonic() - h["t0"], "argv": h["argv"]}
+
+
+def run_all(todo: list[Case], tmp: Path, *, jobs: int, timeout_s: float, extra_mem_bytes: int):
+    """Yield (case, folder, result) for every case, ``jobs`` children at a time."""
+    running: list[tuple[Case, Path, dict]] = []
+    queue = list(enumerate(todo))
+    while queue or running:
+        while queue and len(running) < jobs:
+            i, case = queue.pop(0)
+            folder = tmp / f"c{i:04d}"
+            running.append((case, folder, start_case(case, folder, extra_mem_bytes=extra_mem_bytes)))
+        still = []
+        for case, folder, h in running:
+            res = poll_case(h, timeout_s=timeout_s)
+            if res is None:
+                still.append((case, folder, h))
+            else:
+                yield case, folder, res
+        running = still
+        time.sleep(0.01)
 
 
 def classify(case: Case, folder: Path, res: dict) -> list[str]:
@@ -126,6 +146,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="Run only the cases whose name contains this text.")
     ap.add_argument("--show", type=int, default=3, help="Failures shown per category.")
     ap.add_argument("--timeout-s", type=float, default=30.0, help="Wall-clock limit of one case.")
+    ap.add_argument("--jobs", type=int, default=2, help="Cases run at once.")
     ap.add_argument("--mem-gib", type=float, default=2.0, help="Address space a case may add, GiB.")
     args = ap.parse_args()
     import ringsched.cli.main  # noqa: F401  (paid once, before the forks)
@@ -135,9 +156,8 @@ def main() -> None:
     failed: dict[str, list[str]] = {c: [] for c in CATEGORIES}
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ringsched-corpus-") as tmp:
-        for i, case in enumerate(todo):
-            folder = Path(tmp) / f"c{i:04d}"
-            res = run_case(case, folder, timeout_s=args.timeout_s, extra_mem_bytes=int(args.mem_gib * 2**30))
+        for case, folder, res in run_all(todo, Path(tmp), jobs=args.jobs, timeout_s=args.timeout_s,
+                                         extra_mem_bytes=int(args.mem_gib * 2**30)):
             for cat in classify(case, folder, res):
                 counts[cat] += 1
                 last = res["stderr"].strip().splitlines()[-1:] or ["(no stderr)"]

@@ -62,7 +62,7 @@ def test_fit_pollux_model_option(cli, good):
 BAD_CASES = [
     ("missing column", "placement,step_time\n1,0.1\n", "field 'local_bsz'", "missing column"),
     ("nan", "placement,local_bsz,step_time\n1,32,0.1\n1,64,nan\n", "row 3, field 'step_time'", "finite"),
-    ("negative", "placement,local_bsz,step_time\n1,32,0.1\n1,64,-0.2\n", "row 3, field 'step_time'", "positive"),
+    ("negative", "placement,local_bsz,step_time\n1,32,0.1\n1,64,-0.2\n", "row 3, field 'step_time'", "[1e-09, 1,000,000] s"),
     ("unknown digit", "placement,local_bsz,step_time\n1,32,0.1\n1x2,64,0.2\n", "row 3, field 'placement'", "digit 'x'"),
     ("zero digit", "placement,local_bsz,step_time\n10,32,0.1\n", "row 2, field 'placement'", "digit '0'"),
     ("empty", "", "", "empty"),
@@ -109,7 +109,7 @@ def test_no_traceback_in_a_real_process(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ringsched.cli.main", "model", "fit", str(f)],
                        capture_output=True, text=True)
     assert r.returncode == 2
-    assert r.stderr.strip() == f"ringsched: error: {f}, row 2, field 'step_time': must be a finite number, got 'NaN'"
+    assert r.stderr.strip() == f"ringsched: error: {f}, row 2, field 'step_time': must be a finite number in [1e-09, 1,000,000] s, got 'NaN'"
 
 
 def test_fidelity_on_a_synthetic_profile_folder(cli, tmp_path):

@@ -29,6 +29,9 @@ def test_spec_options_and_racks():
     ("0x8", "1..100,000"), ("4x0", "1..1,024"), ("banana", "bad cluster spec"),
     ("4x8,foo=1", "unknown option 'foo'"), ("4x8,nic_Gbps=-1", "Gb/s"),
     ("4x8,nic_Gbps=abc", "number"), ("2x8,racks=3", "more racks"), ("4x8,oversub=2", "needs racks"),
+    ("4x8,racks=1.5", "whole number"), ("4x8,nic_Gbps=1e308", "8e+06] Gb/s"), ("4x8,nic_Gbps=inf", "Gb/s"),
+    ("4x8,racks=2,racks=4", "given twice"), ("4x8,nic_Gbps=100,nic_Gbps=200", "given twice"),
+    ("200000x8", "1..100,000"), ("100000x1024", "1,048,576"), ("4x8,racks", "not key=value"),
 ])
 def test_bad_specs(spec, msg):
     with pytest.raises(InputError) as e:
@@ -68,6 +71,75 @@ def test_bad_yaml(tmp_path, text, field):
     assert str(f) in e.value.line()
     if field:
         assert f"field '{field}'" in e.value.line()
+
+
+@pytest.mark.parametrize("text,row,field,words", [
+    ("servers:\n  - count: 2\n    gpus: 4\n    gpus: 8\n", 4, "servers[0].gpus", "duplicate key"),
+    ("servers:\n  - {gpus: 4}\nservers:\n  - {gpus: 8}\n", 3, "servers", "duplicate key"),
+    ("servers:\n  - {count: 2, gpus: 4, nic_Bps: .inf}\n", 2, "servers[0].nic_Bps", "got inf"),
+    ("reduction_Bps: 0\nservers:\n  - {gpus: 4}\n", 1, "reduction_Bps", "got 0"),
+    ("servers:\n  - {gpus: true}\n", 2, "servers[0].gpus", "valid integer"),
+    ("servers:\n  - {gpus: 4.5}\n", 2, "servers[0].gpus", "valid integer"),
+    ("servers:\n  - {count: 1000000000, gpus: 8}\n", 2, "servers[0].count", "100,000"),
+    ("latency_inter_s: 1e300\nservers:\n  - {gpus: 4}\n", 1, "latency_inter_s", "[0, 1] s"),
+    ("servers:\n  - {gpus: 4}\n---\nservers: []\n", 3, None, "invalid YAML"),
+    ("servers: !!python/object/apply:os.system ['true']\n", 1, "servers", "unsupported YAML tag"),
+    ("racks:\n  - {name: r, uplink_Bps: 1e9}\n  - {name: r, uplink_Bps: 1e9}\nservers:\n  - {gpus: 1}\n", 3,
+     "racks[1].name", "duplicate rack"),
+])
+def test_bad_yaml_names_line_and_field(tmp_path, text, row, field, words):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_cluster(str(f))
+    assert (e.value.file, e.value.row) == (str(f), row) and words in e.value.message
+    assert e.value.field == field
+
+
+def test_yaml_alias_bomb_is_refused_fast_in_bounded_memory(tmp_path):
+    import tracemalloc
+
+    f = tmp_path / "c.yaml"
+    f.write_text("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi")))
+    assert f.stat().st_size < 1000  # 9^9 = 387 million values once expanded
+    tracemalloc.start()
+    with pytest.raises(InputError, match="expands to more than"):
+        load_cluster(str(f))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 200 << 20
+
+
+def test_yaml_numbers_are_yaml_1_2(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("servers:\n  - {gpus: 8, nic_Bps: 25e9}\n")
+    assert load_cluster(str(f)).servers[0].nic_Bps == 25e9
+
+
+JOB = "jobs:\n  - name: j1\n    entry: trainmod:main\n    batch: 32\n    work: {samples: 1000}\n"
+
+
+@pytest.mark.parametrize("text,row,field,words", [
+    (JOB.replace("{samples: 1000}", "{epochs: .inf, epoch_samples: 10}"), 5, "jobs[0].work.epochs", "got inf"),
+    (JOB.replace("batch: 32", "batch: true"), 4, "jobs[0].batch", "valid integer"),
+    (JOB + "    batch: 64\n", 6, "jobs[0].batch", "duplicate key"),
+    (JOB + "    arrival_s: 1e300\n", 6, "jobs[0].arrival_s", "1e+09"),
+    (JOB.replace("{samples: 1000}", "{epochs: 1000000, epoch_samples: 1000000000000}"), 5, "jobs[0].work",
+     "epochs x epoch_samples"),
+    (JOB + "    tenant: [a]\n", 6, "jobs[0].tenant", "valid string"),
+    ("- name: j1\n  entry: trainmod:main\n  batch: 0\n  work: {samples: 5}\n", 3, "jobs[0].batch", "got 0"),
+])
+def test_bad_jobs_file_names_line_and_field(tmp_path, text, row, field, words):
+    from ringsched.backends.jobs_file import load_jobs_file
+
+    (tmp_path / "trainmod.py").write_text("def main(ctx):\n    pass\n")
+    f = tmp_path / "jobs.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_jobs_file(f)
+    assert (e.value.file, e.value.row, e.value.field) == (str(f), row, field)
+    assert words in e.value.message
 
 
 def test_missing_yaml_file():

@@ -613,3 +613,50 @@ def test_pollux_work_constants_from_curves():
     assert pollux.WORK_SAMPLES["cifar10"] == pytest.approx(50_000 * 100, rel=1e-3)
     assert pollux.WORK_SAMPLES["imagenet"] == pytest.approx(1_281_167 * 90, rel=1e-3)
     assert pollux.WORK_SAMPLES["yolov3"] == pytest.approx(16_551 * 50, rel=1e-3)
+
+
+@pytest.mark.parametrize("fmt,name,text,row,field,words", [
+    ("philly", "p.csv", PHILLY_HEAD + "2017-10-09 07:01:55,1e308,1,66.0,a\n", 2, "duration", "[0, 1e+09] s"),
+    ("philly", "p.csv", "timestamp,duration,num_gpus,gpu_time,cluster,duration\n2017-10-09 07:01:55,5,1,5,a,6\n",
+     1, "duration", "appears twice"),
+    ("pollux", "w.csv", "name,time,application,num_replicas,batch_size\na,1e300,ncf,1,256\n", 2, "time", "1e+09"),
+    ("pollux", "w.csv", "name,time,application,num_replicas,batch_size\na,0,ncf,1,9223372036854775808\n", 2,
+     "batch_size", "1..1e+09"),
+    ("pollux", "w.csv", "name,time,application,num_replicas,batch_size\na,0,ncf,1,100000000\n", 2,
+     "batch_size", "per-GPU batch"),
+    ("alibaba", "a.csv", "name,num_gpu,gpu_milli,creation_time,scheduled_time,deletion_time\np,1,5000,0,1,5\n", 2,
+     "gpu_milli", "[0, 1,000]"),
+    ("gavel", "v.trace", "ResNet-50 (batch size 0)\tc\ta\t1\t10\t0\t1\n", 1, "job_type", "batch size"),
+    ("gavel", "v.trace", "ResNet-50 (batch size 64)\tc\ta\t1\t100000000000000\t0\t1\n", 1, "total_steps",
+     "total_steps x batch"),
+])
+def test_numbers_out_of_bounds_name_file_row_field(tmp_path, fmt, name, text, row, field, words):
+    p = write(tmp_path, name, text)
+    e = error(f"{fmt}:{p}")
+    assert (e.file, e.row, e.field) == (str(p), row, field)
+    assert words in e.message
+
+
+def test_schema_check_names_file_rows_1_based():
+    df = pd.DataFrame({"job_id": ["a", "b"], "arrival_s": [0.0, 5.0], "num_gpus": [1, 0], "duration_s": [1.0, 2.0],
+                       "work_samples": [np.nan, np.nan], "tenant": "", "model": "", "local_bsz": 0})
+    with pytest.raises(InputError) as e:
+        schema.validate(df, "f.csv", rows=np.array([7, 9]))
+    assert (e.value.row, e.value.field) == (9, "num_gpus")
+    with pytest.raises(InputError) as e:
+        schema.validate(df, "f.csv")
+    assert e.value.row == 2  # by position, counting from 1
+    df2 = df.assign(num_gpus=[1, 1], arrival_s=[0.0, 1e300])
+    with pytest.raises(InputError) as e:
+        schema.validate(df2, "f.csv")
+    assert (e.value.row, e.value.field) == (2, "arrival_s")
+
+
+@pytest.mark.parametrize("spec,words", [
+    ("synthetic:10,load=1e-300", "load must be"), ("synthetic:5000000,rate_per_h=0.001", "arrive over"),
+    ("synthetic:10,load=2,load=3", "given twice"), ("synthetic:10,,", "not key=value"),
+    ("synthetic:10,max_duration_s=1e308", "max_duration_s must be"), ("synthetic:10,tenants=1.5", "whole number"),
+])
+def test_synthetic_options_are_bounded(spec, words):
+    e = error(spec)
+    assert e.field == "trace" and words in e.message

@@ -8,11 +8,14 @@ as in the file) and the field. ``scripts/bad_input_corpus.py`` runs them through
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from dataclasses import field as _field
 from pathlib import Path
 
 SENTINEL = "--state"  # run: a state path that is a file, so an accepted jobs file stops here
+# A folder nobody may write in: permission bits do not stop root, /proc does.
+UNWRITABLE = "/proc/ringsched-unwritable" if os.geteuid() == 0 else "{d}/ro"
 
 # format -> (spec prefix, file name, header or None, rows as lists of cells, separator)
 TABLES: dict[str, tuple[str, str, list[str] | None, list[list[str]], str]] = {
@@ -435,22 +438,22 @@ def option_cases() -> list[Case]:
     files = {"existing": "x", "ro/keep": ""}
     out.append(Case("simulate --out is a file", [*sim, "--out", "{d}/existing"], files, file="{d}/existing",
                     field="out"))
-    out.append(Case("simulate --out unwritable", [*sim, "--out", "{d}/ro/sub"], files, file="{d}/ro/sub",
+    out.append(Case("simulate --out unwritable", [*sim, "--out", f"{UNWRITABLE}/sub"], files, file=f"{UNWRITABLE}/sub",
                     field="out", mode={"ro": 0o500}))
     out.append(Case("compare --out is a file", [*cmp_[:-2], "--out", "{d}/existing"], files, file="{d}/existing",
                     field="out"))
-    out.append(Case("compare --out unwritable", [*cmp_[:-2], "--out", "{d}/ro/sub"], files, file="{d}/ro/sub",
+    out.append(Case("compare --out unwritable", [*cmp_[:-2], "--out", f"{UNWRITABLE}/sub"], files, file=f"{UNWRITABLE}/sub",
                     field="out", mode={"ro": 0o500}))
     out.append(Case("sweep --out is a file", [*swp[:-2], "--out", "{d}/existing"], files, file="{d}/existing",
                     field="out"))
-    out.append(Case("sweep --out unwritable", [*swp[:-2], "--out", "{d}/ro/sub"], files, file="{d}/ro/sub",
+    out.append(Case("sweep --out unwritable", [*swp[:-2], "--out", f"{UNWRITABLE}/sub"], files, file=f"{UNWRITABLE}/sub",
                     field="out", mode={"ro": 0o500}))
     out.append(Case("optimum --details folder", ["optimum-check", "--instances", "1", "--details", "{d}/ro"], files,
                     file="{d}/ro", field="details"))
     out.append(Case("model-fit --out unwritable",
-                    ["model", "fit", "{d}/data.csv", "--out", "{d}/ro/p.json"],
+                    ["model", "fit", "{d}/data.csv", "--out", f"{UNWRITABLE}/p.json"],
                     {**files, "data.csv": _table_text(["placement", "local_bsz", "step_time"], _FIT_OK, ",")},
-                    file="{d}/ro/p.json", field="out", mode={"ro": 0o500}))
+                    file=f"{UNWRITABLE}/p.json", field="out", mode={"ro": 0o500}))
     # optimum-check
     for opt, v in (("--instances", "0"), ("--max-jobs", "13"), ("--max-slots", "5"), ("--time-limit", "nan"),
                    ("--time-limit", "-1"), ("--workers", "0"), ("--zeta", "nope"), ("--seed", "-1"),
@@ -469,7 +472,7 @@ def option_cases() -> list[Case]:
     out.append(Case("run --slot-s", ["run", "--slot-s", "0", "--state", "{d}/s"], field="slot-s"))
     out.append(Case("run --checkpoint-s", ["run", "--checkpoint-s", "nan", "--state", "{d}/s"], field="checkpoint-s"))
     out.append(Case("run --cluster", ["run", "--cluster", "2x2,racks=1.5", "--state", "{d}/s"], field="cluster"))
-    objs = ["nosuch", "jct,x=1", "deadline,slack=nan", "jct,,", "energy,idle_w=inf", "fairness,rho=1,rho=2"]
+    objs = ["nosuch", "jct,x=1", "deadline,slack=nan", "jct,=3", "energy,idle_w=inf", "fairness,rho=1,rho=2"]
     for o in objs:
         out.append(Case(f"objective {o}", [*sim, "--objective", o], field="objective"))
     # usage errors: click's own

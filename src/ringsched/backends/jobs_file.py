@@ -31,14 +31,16 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from ringsched.errors import InputError
 from ringsched.job import Job
 from ringsched.objectives.utility import DeadlineUtility, LinearUtility, SigmoidUtility, Utility
+from ringsched.validation.bounds import LIMITS
+from ringsched.validation.pydantic_errors import input_error
+from ringsched.validation.yaml_doc import read_yaml
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 ENTRY_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
@@ -48,10 +50,17 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
 
 
+_Samples = LIMITS["job_samples"].pydantic(int)
+_Utility = LIMITS["utility"].pydantic(float)
+_Rate = LIMITS["utility_rate"].pydantic(float)
+_Time = LIMITS["time_s"].pydantic(float)
+_Workers = LIMITS["job_workers"].pydantic(int)
+
+
 class WorkEntry(_Strict):
-    samples: int | None = Field(None, gt=0)
-    epochs: float | None = Field(None, gt=0)
-    epoch_samples: int | None = Field(None, gt=0)
+    samples: _Samples | None = None
+    epochs: LIMITS["epochs"].pydantic(float) | None = None
+    epoch_samples: _Samples | None = None
 
     @model_validator(mode="after")
     def _one_of(self):
@@ -64,12 +73,12 @@ class WorkEntry(_Strict):
 
 class UtilityEntry(_Strict):
     kind: Literal["sigmoid", "linear", "deadline"]
-    value: float = Field(1.0, ge=0, allow_inf_nan=False)
-    target_jct_s: float | None = Field(None, ge=0, allow_inf_nan=False)
-    steepness_per_s: float | None = Field(None, ge=0, allow_inf_nan=False)
-    slope_per_s: float | None = Field(None, ge=0, allow_inf_nan=False)
-    deadline_s: float | None = Field(None, ge=0, allow_inf_nan=False)
-    decay_per_s: float = Field(0.0, ge=0, allow_inf_nan=False)
+    value: _Utility = 1.0
+    target_jct_s: _Time | None = None
+    steepness_per_s: _Rate | None = None
+    slope_per_s: _Rate | None = None
+    deadline_s: _Time | None = None
+    decay_per_s: _Rate = 0.0
 
     @model_validator(mode="after")
     def _fields(self):
@@ -91,14 +100,14 @@ class UtilityEntry(_Strict):
 class JobEntry(_Strict):
     name: str = Field(pattern=NAME_RE)
     entry: str = Field(pattern=ENTRY_RE)
-    batch: int = Field(gt=0, le=1_000_000)
+    batch: LIMITS["local_bsz"].pydantic(int)
     work: WorkEntry
-    min_workers: int = Field(1, ge=1, le=4096)
-    max_workers: int | None = Field(None, ge=1, le=4096)
+    min_workers: _Workers = 1
+    max_workers: _Workers | None = None
     utility: UtilityEntry | None = None
-    arrival_s: float = Field(0.0, ge=0, allow_inf_nan=False)
-    seed: int = Field(0, ge=0, lt=2**31)
-    tenant: str = ""
+    arrival_s: _Time = 0.0
+    seed: LIMITS["job_seed"].pydantic(int) = 0
+    tenant: Annotated[str, Strict()] = ""
     args: dict[str, Any] = Field(default_factory=dict)
     model: str | None = Field(None, pattern=NAME_RE)
 
@@ -164,16 +173,6 @@ def jobs_digest(jobs: list[RunJob]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _loc(err: dict) -> str:
-    parts = []
-    for p in err.get("loc", ()):
-        if isinstance(p, int):
-            parts.append(f"[{p}]")
-        else:
-            parts.append(("." if parts else "") + str(p))
-    return "".join(parts)
-
-
 def _import_path(paths: tuple[str, ...]):
     class _Ctx:
         def __enter__(self):
@@ -222,32 +221,21 @@ def load_jobs_file(path: str | Path) -> list[RunJob]:
     name = str(path)
     if not path.is_file():
         raise InputError("jobs file not found", file=name)
+    doc = read_yaml(path)
+    if isinstance(doc.value, list):  # just the list: located as if under "jobs"
+        doc.value = {"jobs": doc.value}
+        doc.lines = {("jobs", *loc): line for loc, line in doc.lines.items()}
+    if not isinstance(doc.value, dict):
+        raise InputError("expected a mapping with a 'jobs' list (or a list of jobs)", file=name, row=doc.line_of(()))
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        row = mark.line + 1 if mark is not None else None
-        problem = getattr(e, "problem", None) or "invalid YAML"
-        raise InputError(f"invalid YAML: {problem}", file=name, row=row) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", file=name) from None
-    if isinstance(raw, list):
-        raw = {"jobs": raw}
-    if not isinstance(raw, dict):
-        raise InputError("expected a mapping with a 'jobs' list (or a list of jobs)", file=name)
-    try:
-        spec = JobsFile.model_validate(raw)
+        spec = JobsFile.model_validate(doc.value)
     except ValidationError as e:
-        err = e.errors()[0]
-        msg = err.get("msg", "invalid").removeprefix("Value error, ")
-        loc = _loc(err)
-        if err.get("type") == "missing":
-            msg = "is required"
-        raise InputError(msg, file=name, field=loc or None) from None
+        raise input_error(e, doc) from None
     names = [j.name for j in spec.jobs]
     for i, n in enumerate(names):
         if names.index(n) != i:
-            raise InputError(f"duplicate job name {n!r}", file=name, field=f"jobs[{i}].name")
+            raise InputError(f"duplicate job name {n!r}", file=name, row=doc.line_of(("jobs", i, "name")),
+                             field=f"jobs[{i}].name")
     paths = (str(path.resolve().parent),)
     out = []
     for i, j in enumerate(spec.jobs):
@@ -257,6 +245,8 @@ def load_jobs_file(path: str | Path) -> list[RunJob]:
         else:
             per_epoch = j.work.epoch_samples or _dataset_size(j.entry, paths, j.args, where=f"jobs[{i}].work", file=name)
             work = max(1, math.ceil(j.work.epochs * per_epoch))
+            LIMITS["job_samples"].check(work, field=f"jobs[{i}].work", file=name, row=doc.line_of(("jobs", i, "work")),
+                                        what="epochs x epoch_samples")
         try:
             json.dumps(j.args)
         except (TypeError, ValueError):

@@ -1,7 +1,7 @@
 """The ``ringsched`` command line. Thin: parse, call the library, print.
 
-Bad input raises ``InputError`` anywhere below; ``main`` turns it into one line on stderr and
-exit code 2, with no traceback.
+Bad input raises ``InputError`` anywhere below; ``main`` turns it, and every usage error, into
+one line on stderr and exit code 2, with no traceback (``cli.errors``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import typer
 
 from ringsched.cli import compare_cmd, model_cmd, simulate_cmd, sweep_cmd
 from ringsched.cli import run_cmd
-from ringsched.cli import optimum_cmd
+from ringsched.cli import errors, optimum_cmd
 from ringsched.cli import suite_cmd
-from ringsched.errors import InputError
 
 app = typer.Typer(
     name="ringsched",
@@ -78,14 +77,7 @@ DEMO_TRACE = "demo:1000"
 
 
 def main() -> None:
-    try:
-        app()
-    except InputError as e:
-        print(f"ringsched: error: {e.line()}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        print("ringsched: interrupted", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(errors.run(app))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def fit_cmd(
         raise InputError(f"unknown model {model!r}; known: {', '.join(MODELS)}", field="--model")
     _, table = read_placements(data, require_step_time=True)
     res = fit(MODELS[model], table)
-    text = json.dumps(res.to_json(), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(res.checked_json(str(data)), indent=2, sort_keys=True, allow_nan=False) + "\n"
     if out is None:
         sys.stdout.write(text)
     else:
@@ -51,13 +51,9 @@ def predict_cmd(
     """Predict step times: every query column plus step_time_pred (seconds)."""
     from ringsched.perfmodel.data import read_placements
     from ringsched.perfmodel.fit import load_fitted
+    from ringsched.perfmodel.params_io import read_params_json
 
-    try:
-        doc = json.loads(Path(params).read_text())
-    except FileNotFoundError:
-        raise InputError("no such file", file=str(params)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"not valid JSON ({e})", file=str(params)) from None
+    doc = read_params_json(params)
     try:
         model, p = load_fitted(doc)
     except (ValueError, TypeError) as e:

@@ -12,6 +12,7 @@ Row numbers in errors count the header as row 1, as a spreadsheet shows them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ringsched.errors import InputError
+from ringsched.validation.bounds import LIMITS, Bound
+from ringsched.validation.tables import check_table_file
 
 
 @dataclass(frozen=True)
@@ -57,26 +60,17 @@ def _first_bad(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def _numeric(df: pd.DataFrame, col: str, path: str, *, positive: bool, integer: bool = False) -> np.ndarray:
+def _numeric(df: pd.DataFrame, col: str, path: str, bound: Bound) -> np.ndarray:
+    """The column as float64, every value within ``bound`` (``validation.bounds.LIMITS``)."""
     raw = df[col]
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(values)
+    bad = bound.bad(values)
     if bad.any():
         i = _first_bad(bad)
         shown = raw.iloc[i]
         what = "is empty" if (shown is None or (isinstance(shown, float) and np.isnan(shown)) or str(shown).strip() == "") \
-            else f"must be a finite number, got {str(shown).strip()!r}"
+            else f"must be {bound.describe()}, got {str(shown).strip()!r}"
         raise InputError(what, file=path, row=i + 2, field=col)
-    bad = values <= 0 if positive else values < 0
-    if bad.any():
-        i = _first_bad(bad)
-        kind = "positive" if positive else "non-negative"
-        raise InputError(f"must be {kind}, got {values[i]:g}", file=path, row=i + 2, field=col)
-    if integer:
-        bad = values != np.round(values)
-        if bad.any():
-            i = _first_bad(bad)
-            raise InputError(f"must be a whole number, got {values[i]:g}", file=path, row=i + 2, field=col)
     return values
 
 
@@ -106,12 +100,15 @@ def read_placements(path: str | Path, *, require_step_time: bool) -> tuple[pd.Da
     p = Path(path)
     if not p.is_file():
         raise InputError("no such file", file=path)
+    check_table_file(p)
     try:
         df = pd.read_csv(p, dtype=str, skipinitialspace=True, keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise InputError("file is empty", file=path) from None
     except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise InputError(f"not a readable CSV file ({str(e).splitlines()[0]})", file=path) from None
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else "parse error"
+        m = re.search(r"line (\d+)", msg)
+        raise InputError(f"not a readable CSV file ({msg})", file=path, row=int(m.group(1)) if m else None) from None
     df.columns = [str(c).strip() for c in df.columns]
     if len(df) == 0:
         raise InputError("file has a header but no data rows", file=path)
@@ -122,16 +119,16 @@ def read_placements(path: str | Path, *, require_step_time: bool) -> tuple[pd.Da
     elif "num_nodes" in df.columns or "num_replicas" in df.columns:
         for col in ("num_nodes", "num_replicas"):
             if col not in df.columns:
-                raise InputError("missing column", file=path, field=col)
-        k = _numeric(df, "num_nodes", path, positive=True, integer=True)
-        w = _numeric(df, "num_replicas", path, positive=True, integer=True)
+                raise InputError("missing column", file=path, row=1, field=col)
+        k = _numeric(df, "num_nodes", path, LIMITS["nodes"])
+        w = _numeric(df, "num_replicas", path, LIMITS["replicas"])
         bad = w < k
         if bad.any():
             i = _first_bad(bad)
             raise InputError(f"must be at least num_nodes ({k[i]:g}), got {w[i]:g}", file=path, row=i + 2,
                              field="num_replicas")
         if "max_per_node" in df.columns:
-            d = _numeric(df, "max_per_node", path, positive=True, integer=True)
+            d = _numeric(df, "max_per_node", path, LIMITS["server_gpus"])
             bad = (d < np.ceil(w / k)) | (d > w - (k - 1))
             if bad.any():
                 i = _first_bad(bad)
@@ -141,17 +138,17 @@ def read_placements(path: str | Path, *, require_step_time: bool) -> tuple[pd.Da
             d = np.ceil(w / k)
     else:
         raise InputError("missing column: need 'placement' or 'num_nodes' and 'num_replicas'",
-                         file=path, field="placement")
+                         file=path, row=1, field="placement")
 
     if "local_bsz" not in df.columns:
-        raise InputError("missing column", file=path, field="local_bsz")
-    bsz = _numeric(df, "local_bsz", path, positive=True, integer=True)
+        raise InputError("missing column", file=path, row=1, field="local_bsz")
+    bsz = _numeric(df, "local_bsz", path, LIMITS["local_bsz"])
     step = None
     if require_step_time:
         if "step_time" not in df.columns:
-            raise InputError("missing column", file=path, field="step_time")
-        step = _numeric(df, "step_time", path, positive=True)
-    sync = _numeric(df, "sync_time", path, positive=False) if "sync_time" in df.columns else None
+            raise InputError("missing column", file=path, row=1, field="step_time")
+        step = _numeric(df, "step_time", path, LIMITS["step_time_s"])
+    sync = _numeric(df, "sync_time", path, LIMITS["sync_time_s"]) if "sync_time" in df.columns else None
     return df, PlacementTable(k, w, d, bsz, step, sync)
 
 

@@ -12,13 +12,16 @@ results are reproducible byte for byte.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 import numpy as np
 from scipy.optimize import least_squares
 
+from ringsched.errors import InputError
 from ringsched.perfmodel.data import PlacementTable
+from ringsched.perfmodel.params_io import non_finite
 from ringsched.perfmodel.pollux import PolluxParams, pollux_step_time_s
 from ringsched.perfmodel.ring import RingParams, compute_time_s, overlapped_s, ring_time_s, step_time_s
 
@@ -197,6 +200,17 @@ class FitResult:
     def to_json(self) -> dict:
         return {"format": "ringsched-step-model/1", "model": self.model, "params": self.params.to_dict(),
                 "fit": {"rows": self.rows, "median_ape": self.median_ape, "p90_ape": self.p90_ape}}
+
+    def checked_json(self, source: str) -> dict:
+        """``to_json()``, or InputError naming ``source`` when the fit is not finite (a parameter
+        file never holds NaN or Infinity)."""
+        bad = non_finite(self.params)
+        bad += [k for k in ("median_ape", "p90_ape") if not math.isfinite(getattr(self, k))]
+        if bad:
+            raise InputError(f"the {self.model} model has no finite fit to these step times ({', '.join(bad)} "
+                             "not finite); check the step_time column's units and range", file=source,
+                             field="step_time")
+        return self.to_json()
 
 
 def abs_pct_error(pred: np.ndarray, actual: np.ndarray) -> np.ndarray:

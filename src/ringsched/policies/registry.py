@@ -59,6 +59,8 @@ def parse_policy(spec: str) -> tuple[str, dict]:
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 raise InputError(f"policy {spec}: unknown option {key!r}{hint}; options: {', '.join(fields)}",
                                  field="policy")
+            if key in opts:
+                raise InputError(f"policy {spec}: option {key!r} given twice", field="policy")
             opts[key] = coerce(val.strip(), fields[key].type, key=key, owner=f"policy {spec}", field="policy")
         try:
             params(**opts)

@@ -36,10 +36,12 @@ Offered load = rate x E[GPUs] x E[duration] / GPUs of the cluster.
 ``synthetic:N,load=0.9`` or a different cap keep their meaning. The test suite checks the
 formula against a large sample.
 
-Options (the ``synthetic:N,key=value,...`` spec keys): ``rate_per_h`` (> 0; exclusive with
-``load``), ``load`` (> 0, default 0.7 of 128 GPUs), ``diurnal`` (0 <= a < 1, default 0),
-``tenants`` (1..100, default 8), ``zipf`` (>= 0, default 1.5), ``max_duration_s`` (>= 1,
-default 604,800). Anything else is an InputError.
+Options (the ``synthetic:N,key=value,...`` spec keys): ``rate_per_h`` (exclusive with
+``load``), ``load`` (default 0.7 of 128 GPUs), ``diurnal`` (default 0), ``tenants`` (default 8),
+``zipf`` (default 1.5), ``max_duration_s`` (default 604,800); their bounds are
+``OPTION_BOUNDS`` (``validation.bounds.LIMITS``, docs/traces.md). An unknown or repeated key,
+a value out of bounds, or N jobs whose arrivals would span more than a trace may (1e9 s) is
+an InputError.
 """
 
 from __future__ import annotations

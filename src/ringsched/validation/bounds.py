@@ -89,7 +89,7 @@ class Bound:
 
 
 def _num(v: float) -> str:
-    if v == int(v) and abs(v) < 1e7:
+    if v == int(v) and (abs(v) < 1e7 or (abs(v) < 1e16 and v != 10 ** round(math.log10(abs(v))))):
         return f"{int(v):,}"
     return f"{v:g}"
 

@@ -24,6 +24,7 @@ from ringsched.validation.bounds import MAX_YAML_BYTES, MAX_YAML_NODES
 
 _FLOAT_12 = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _STR_TAG = "tag:yaml.org,2002:str"
+_COLLECTION_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 _PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "timestamp")}
 
 
@@ -72,10 +73,10 @@ def read_yaml(path: str | Path) -> YamlDoc:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        raise InputError(f"not valid YAML ({e.problem or e.context})", file=name,
+        raise InputError(f"invalid YAML ({e.problem or e.context})", file=name,
                          row=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as e:
-        raise InputError(f"not valid YAML ({str(e).splitlines()[0]})", file=name) from None
+        raise InputError(f"invalid YAML ({str(e).splitlines()[0]})", file=name) from None
     finally:
         loader.dispose()
     lines: dict[tuple, int] = {}
@@ -98,6 +99,8 @@ class _Walker:
         if self.count > MAX_YAML_NODES:
             self.fail(f"document expands to more than {MAX_YAML_NODES:,} values (nested aliases?)", node, loc)
         self.lines.setdefault(loc, node.start_mark.line + 1)
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _COLLECTION_TAGS:
+            self.fail(f"unsupported YAML tag {node.tag!r}", node, loc)
         if isinstance(node, yaml.MappingNode):
             out = {}
             for k_node, v_node in node.value:

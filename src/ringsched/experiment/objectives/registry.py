@@ -115,6 +115,8 @@ def parse_objective(text: str | None) -> Objective:
         if not eq or key not in fields:
             known = ", ".join(fields) or "none"
             raise InputError(f"objective {name}: unknown parameter {item!r}; parameters: {known}", field="objective")
+        if key in kw:
+            raise InputError(f"objective {name}: parameter {key!r} given twice", field="objective")
         kw[key] = coerce(val.strip(), fields[key].type, key=key, owner=f"objective {name}", field="objective")
     try:
         params = cls.Params(**kw)

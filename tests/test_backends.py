@@ -197,10 +197,11 @@ def test_killed_worker_resumes_from_checkpoint(faulty_run):
     s, state = faulty_run["summary"], faulty_run["state"]
     cnn = by_job(s)["cnn"]
     assert cnn["status"] == "completed" and cnn["completions"] == 1, faulty_run["stderr"][-3000:]
-    assert cnn["failures"] == 1
-    attempts = query(state, "SELECT id, outcome, start_samples, end_samples FROM attempts WHERE job_id='cnn' ORDER BY id")
+    assert cnn["failures"] == 1 and cnn["infra_faults"] == 1 and cnn["crashes"] == 0  # SIGKILL: not the job's fault
+    attempts = query(state, "SELECT id, outcome, fault, start_samples, end_samples FROM attempts WHERE job_id='cnn' "
+                            "ORDER BY id")
     killed = [a for a in attempts if a["id"] == faulty_run["killed_attempt"]]
-    assert killed and killed[0]["outcome"] == "crashed"
+    assert killed and (killed[0]["outcome"], killed[0]["fault"]) == ("infra", "infra")
     after = [a for a in attempts if a["id"] > faulty_run["killed_attempt"]]
     assert after, attempts
     # resumed from its checkpoint: at or after the one seen before the kill, not from zero
@@ -216,6 +217,7 @@ def test_failing_entry_is_reported_and_others_finish(faulty_run):
     assert jobs["bad"]["status"] == "failed"
     assert "ValueError: bad input on purpose" in jobs["bad"]["error"]
     assert jobs["bad"]["failures"] == 0  # its own error: not retried as a crash
+    assert jobs["bad"]["error_class"] == "user" and jobs["cnn"]["error_class"] is None
     assert jobs["mlp"]["status"] == "completed" and jobs["cnn"]["status"] == "completed"
     assert s["completed"] == 2 and s["failed"] == 1
 

@@ -17,6 +17,7 @@ controller on the same state directory resumes every job from its last checkpoin
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import signal
@@ -33,7 +34,7 @@ import numpy as np
 
 from ringsched.backends import ckpt_store, faults
 from ringsched.backends.jobs_file import RunJob, jobs_digest
-from ringsched.backends.journal import Journal, StateWriteError
+from ringsched.backends.journal import Journal, StateWriteError, write_failure
 from ringsched.backends.refit import CPU_PRIOR, Measurement, median_abs_pct_error, refit
 from ringsched.backends.signals import Interrupted
 from ringsched.cluster.model import Cluster
@@ -44,6 +45,7 @@ from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.engine import PolicyError
 
 TERMINAL = ("completed", "failed", "rejected")
+STATE_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS)
 MIN_STEPS = 5  # iterations an attempt needs before its median step time counts as a measurement
 
 
@@ -176,6 +178,7 @@ class Controller:
         self.ckpt_dir = journal.dir / "ckpt"
         self.log_dir = journal.dir / "logs"
         self.interrupted: int | None = None  # the signal that ended the run early
+        self.write_failed = False  # a checkpoint could not be written: the run is ending
         self.retry_at: dict[str, float] = {}  # job -> earliest time of its next launch (backoff)
         self.consecutive_faults: dict[str, int] = {}
         self.stalled = False
@@ -601,6 +604,11 @@ class Controller:
                 self.journal.update_job(jid, loss_first=self.loss_first[jid], loss_last=self.loss_last[jid])
         elif kind == "checkpoint":
             self._on_checkpoint(att, ev, t)
+        elif kind == "ckpt-failed" and ev.get("errno") in STATE_WRITE_ERRNOS and not self.write_failed:
+            # the state directory is full or failing: the run cannot keep anyone's work; end it
+            # (the journal keeps its last consistent state, the previous checkpoints stay)
+            self.write_failed = True
+            raise write_failure(Path(str(ev.get("path", self.ckpt_dir))), OSError(ev["errno"], os.strerror(ev["errno"])))
         elif kind in ("done", "stopped"):
             att.samples = float(ev.get("samples", att.samples))
             if rank == 0:

@@ -150,7 +150,8 @@ class TrainContext:
         try:
             info = ckpt_store.save(Path(self._ckpt_dir), self.attempt, blob)
         except OSError as e:
-            self._emit({"ev": "ckpt-failed", "step": self.step, "error": f"{type(e).__name__}: {e}"[:300]})
+            self._emit({"ev": "ckpt-failed", "step": self.step, "errno": e.errno, "path": str(self._ckpt_dir),
+                        "error": f"{type(e).__name__}: {e}"[:300]})
             raise CheckpointWriteError(f"checkpoint at step {self.step} not written: {e.strerror or e}") from None
         self._emit(dict(info, ev="checkpoint", save_s=round(time.perf_counter() - t0, 4)))
 

@@ -358,3 +358,13 @@ def test_refit_recovers_step_times_and_stays_near_prior_without_data():
         assert abs(pred / m.step_s - 1) < 0.1
     assert refit(CPU_PRIOR, []) == CPU_PRIOR
     assert refit(CPU_PRIOR, data) == p  # deterministic
+
+
+def test_a_rejected_job_makes_run_exit_1(tmp_path):
+    (tmp_path / "jobs.yaml").write_text("jobs:\n  - name: huge\n    entry: ringsched.backends.demo_jobs:synth_mlp\n"
+                                        "    batch: 8\n    work: {samples: 64}\n    min_workers: 5\n    max_workers: 5\n")
+    rc, s, err = ringsched_run("--cluster", "2x2", "--jobs", str(tmp_path / "jobs.yaml"), "--slot-s", "1",
+                               "--state", str(tmp_path / "state"), timeout=120)
+    assert s is not None, err[-2000:]
+    assert (rc, s["rejected"], s["completed"]) == (1, 1, 0), err[-2000:]
+    assert "needs 5 GPUs" in by_job(s)["huge"]["reason"]

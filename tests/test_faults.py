@@ -349,7 +349,7 @@ import proc_watch  # noqa: E402 - test helper next to this file
 from test_backends import by_job, query  # noqa: E402
 
 CHAOS_SEED = 20
-CHAOS_JOBS = "demo:3,scale=0.2"
+CHAOS_JOBS = "demo:3,scale=0.15"
 RUN_ARGS = ["--cluster", "2x2", "--jobs", CHAOS_JOBS, "--policy", "optimus", "--slot-s", "2", "--checkpoint-s", "1"]
 
 
@@ -410,11 +410,12 @@ def kill_a_worker(state: Path, rng: random.Random) -> bool:
 def poison_newest_checkpoint(state: Path, marker: Path) -> str | None:
     """Between two schedulers: the newest journaled checkpoint of an unfinished job becomes a
     crafted pickle (same name), and the sidecars that could be adopted instead are removed.
-    Returns the job, or None when no unfinished job has two checkpoints yet."""
+    Returns the job, or None when no unfinished job has two good checkpoints (the last two are
+    kept: after one fallback only one is left until the next checkpoint)."""
     for r in query(state, "SELECT job_id FROM jobs WHERE status NOT IN ('completed', 'failed') ORDER BY job_id"):
         rows = query(state, "SELECT * FROM checkpoints WHERE job_id=? AND bad=0 AND done=0 ORDER BY seq",
                      (r["job_id"],))
-        if len(rows) >= 2 and Path(rows[-1]["path"]).exists():
+        if len(rows) >= 2 and all(ckpt_store.sha256_file(r["path"]) == r["sha256"] for r in rows[-2:]):
             crafted_checkpoint(Path(rows[-1]["path"]), marker)
             for side in (state / "ckpt" / r["job_id"]).glob("*.json"):
                 side.unlink()
@@ -436,7 +437,7 @@ def lie_in_a_sidecar(state: Path) -> bool:
 def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path):
     """One run of three demo jobs, seeded: workers and zygotes SIGKILLed at random moments, a
     second scheduler started on the same state twice, the scheduler itself killed three times
-    (SIGKILL, SIGTERM, SIGKILL) and restarted, its newest checkpoint replaced by a crafted
+    (SIGKILL, SIGTERM, SIGINT, SIGKILL) and restarted, its newest checkpoint replaced by a crafted
     pickle and a sidecar made to lie in between. Then it must finish with every job completed
     once, exactly its work, and the invariants held at every sample along the way."""
     rng = random.Random(CHAOS_SEED)
@@ -445,7 +446,7 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
 
     work = {j.name: j.work_samples for j in load_jobs(CHAOS_JOBS)}
     watch = Watch(state, work)
-    scheduler_kills = [signal.SIGKILL, signal.SIGTERM, signal.SIGKILL]
+    scheduler_kills = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGKILL]
     poisoned: dict[str, tuple[float, int]] = {}  # job -> (samples of the checkpoint before, last attempt id)
     summary = None
     for life in range(len(scheduler_kills) + 1):
@@ -454,12 +455,12 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
         proc = subprocess.Popen(run_cmd(state), stdout=out, stderr=log)
         try:
             last = life == len(scheduler_kills)
-            actions = rng.randint(3, 5) if not last else 6
+            actions = rng.randint(4, 6) if not last else 8
             for n in range(actions):
-                watch_for(rng.uniform(1.5, 4.0), watch, proc)
+                watch_for(rng.uniform(1.0, 3.0), watch, proc)
                 if proc.poll() is not None:
                     break
-                what = rng.choice(["worker", "worker", "zygote", "second"]) if n else "worker"
+                what = rng.choice(["worker"] * 4 + ["zygote", "second"]) if n else "worker"
                 if what == "worker" and kill_a_worker(state, rng):
                     FAULTS["real run: worker SIGKILL"] += 1
                 elif what == "zygote":
@@ -469,6 +470,9 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
                 elif what == "second":
                     p2 = subprocess.run(run_cmd(state), capture_output=True, text=True, timeout=120)
                     FAULTS["real run: second scheduler"] += 1
+                    if p2.returncode == 0:  # the first one had just finished: the second found nothing to do
+                        assert proc.poll() == 0 and json.loads(p2.stdout)["completed"] == len(work), p2.stderr
+                        continue
                     assert p2.returncode == 2 and f"pid {proc.pid}" in p2.stderr, p2.stderr
                     assert len(p2.stderr.strip().splitlines()) == 1
             if last:
@@ -478,8 +482,8 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
                 proc.send_signal(sig)
                 FAULTS[f"real run: scheduler {signal.Signals(sig).name}"] += 1
                 rc = proc.wait(timeout=120)
-                if sig == signal.SIGTERM:  # checkpointed and closed: nothing left open
-                    assert rc == 143, (tmp_path / f"life{life}.err").read_text()[-2000:]
+                if sig in (signal.SIGTERM, signal.SIGINT):  # checkpointed and closed: nothing left open
+                    assert rc == 128 + sig, (tmp_path / f"life{life}.err").read_text()[-2000:]
                     assert query(state, "SELECT id FROM attempts WHERE ended_s IS NULL") == []
         finally:
             if proc.poll() is None:
@@ -512,6 +516,9 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
         mine = [a for a in attempts if a["job_id"] == name]
         for a, b in zip(mine, mine[1:]):
             assert a["ended_s"] is not None and a["ended_s"] <= b["started_s"] + 1e-6, (a, b)
+        for a in mine:  # an attempt never ends before its own checkpoints (the clock resumed after them)
+            last_ckpt = query(state, "SELECT MAX(t_s) AS t FROM checkpoints WHERE attempt_id=?", (a["id"],))[0]["t"]
+            assert last_ckpt is None or a["ended_s"] >= last_ckpt, a
         for a in mine:  # never overstated: an attempt starts from a checkpoint the journal holds
             ok = {0.0} | {c["samples"] for c in query(state, "SELECT samples FROM checkpoints WHERE job_id=? "
                                                              "AND t_s <= ?", (name, a["started_s"] + 1e-6))}
@@ -552,3 +559,57 @@ def test_real_run_on_a_full_disk_stops_cleanly_and_resumes_after(tmp_path):
             assert j["status"] == "completed" and j["completions"] == 1 and j["done_samples"] == j["work_samples"]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+# ---------------------------------------------------------------------------- the worker channel
+def handshake(token_of, key: str, token: str) -> tuple[str | None, bool]:
+    """One handshake over a socket pair: (what the launcher authenticated, what the worker heard)."""
+    import socket
+    import threading
+
+    from ringsched.backends import channel
+
+    a, b = socket.socketpair()
+    got = {}
+
+    def launcher_side():
+        got["key"] = channel.server(a, a.makefile("r"), token_of)
+        a.sendall(b"ok\n" if got["key"] else b"no\n")
+
+    t = threading.Thread(target=launcher_side)
+    t.start()
+    heard = channel.client(b, b.makefile("r"), key, token, 1234)
+    t.join(5)
+    a.close()
+    b.close()
+    return got["key"], heard
+
+
+def test_worker_channel_needs_the_worker_secret():
+    from ringsched.backends import channel
+
+    key, token = channel.new_secret()
+    tokens = {key: token}
+    assert handshake(tokens.get, key, token) == (key, True)
+    FAULTS["channel: wrong secret"] += 1
+    assert handshake(tokens.get, key, channel.new_secret()[1]) == (None, False)
+    FAULTS["channel: unknown key"] += 1
+    assert handshake(tokens.get, "1234-1", token) == (None, False)  # the old guessable <pid>-<seq> form
+    k2, t2 = channel.new_secret()
+    assert (k2, t2) != (key, token) and len(bytes.fromhex(t2)) == 32
+
+
+def test_a_zygote_that_cannot_start_ends_the_run(tmp_path):
+    from ringsched.backends.controller import LauncherError
+    from ringsched.backends.local import ZYGOTE_MAX_EARLY_DEATHS, LocalLauncher
+
+    launcher = LocalLauncher(tmp_path, python="/bin/false")  # dies at once, every time
+    try:
+        with pytest.raises(LauncherError, match="before it was ready"):
+            for _ in range(ZYGOTE_MAX_EARLY_DEATHS + 1):
+                launcher.zygote.wait()
+                FAULTS["zygote dies before ready"] += 1
+                launcher._ensure_zygote()
+        assert launcher.zygote_restarts == ZYGOTE_MAX_EARLY_DEATHS - 1
+    finally:
+        launcher.close()

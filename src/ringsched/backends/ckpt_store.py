@@ -1,7 +1,7 @@
 """Checkpoints that cannot run code, cannot lie about progress, and survive corruption.
 
-Layout: ``STATE/ckpt/JOB/aA-sS.pt`` (attempt A, step S), one file per checkpoint, and its
-sidecar ``aA-sS.pt.json``. Rules:
+Layout: ``STATE/ckpt/JOB/aA-sS.pt`` (attempt A, step S; ``aA-sS-done.pt`` for the final one),
+one file per checkpoint (never two at one step), and its sidecar ``aA-sS.pt.json``. Rules:
 
 * **Written atomically**: serialized in memory, written to a temporary file in the same
   folder, fsynced, renamed, the folder fsynced; on any error (disk full) the temporary file is
@@ -84,7 +84,7 @@ def save(folder: Path, attempt: int, blob: dict) -> dict:
     buf = io.BytesIO()
     torch.save(blob, buf)
     data = buf.getvalue()
-    path = folder / f"a{attempt}-s{int(blob['step'])}.pt"
+    path = folder / f"a{attempt}-s{int(blob['step'])}{'-done' if blob['done'] else ''}.pt"
     write_atomic(path, data)
     info = {"path": str(path), "sha256": sha256_bytes(data), "bytes": len(data), "step": int(blob["step"]),
             "samples": int(blob["samples"]), "done": bool(blob["done"]), "attempt": attempt}
@@ -151,11 +151,11 @@ def choose(rows: list[dict]) -> Choice:
 def prune(rows: list[dict]) -> list[str]:
     """Delete the files of journaled checkpoints older than the last ``KEEP_GOOD`` good ones;
     returns the paths removed."""
-    good = [r for r in rows if not r["bad"] and not r["done"]]
-    keep = {r["path"] for r in good[-KEEP_GOOD:]} | {r["path"] for r in rows if r["done"]}
+    good = list(dict.fromkeys(r["path"] for r in rows if not r["bad"] and not r["done"]))
+    keep = set(good[-KEEP_GOOD:]) | {r["path"] for r in rows if r["done"]}
     removed = []
-    for r in rows[:-KEEP_GOOD]:
-        if r["path"] in keep or not r["path"]:
+    for r in rows:
+        if r["path"] in keep or not r["path"] or r["path"] in removed:
             continue
         for p in (Path(r["path"]), Path(r["path"] + ".json")):
             try:

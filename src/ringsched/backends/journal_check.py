@@ -112,7 +112,8 @@ def check_files(path: Path) -> None:
     if seal.exists() and wal_bytes == 0:
         want = seal.read_text().strip()
         if file_sha256(path) != want:
-            raise damaged(path, "its contents changed since it was closed (checksum mismatch)")
+            raise damaged(path, f"its contents changed since it was closed (checksum mismatch; if you changed it "
+                                f"on purpose, delete {seal.name})")
     if wal_bytes:
         check_wal(path, wal)
 

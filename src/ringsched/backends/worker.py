@@ -112,6 +112,7 @@ class TrainContext:
         self._stop = stop
         self._ckpt_dir = cfg.get("ckpt_dir")
         self._resume = cfg.get("resume")
+        self._saved_step: int | None = None  # the step of the last checkpoint written or resumed from
         self._ckpt_every_s = float(cfg.get("ckpt_every_s", 10.0))
         self._report_every_s = float(cfg.get("report_every_s", 0.5))
         self._model = None
@@ -137,12 +138,15 @@ class TrainContext:
         self.samples_done = int(blob["samples"])
         self.state = dict(blob.get("state") or {})
         self.resumed = True
+        self._saved_step = self.step
 
     def _save(self, *, done: bool = False) -> None:
         """Rank 0 writes a checkpoint; a periodic one that fails (disk full) is reported and
         training goes on, a final one that fails ends the attempt (``CheckpointWriteError``)."""
         if self.rank != 0 or not self._ckpt_dir or self._model is None:
             return
+        if not done and self.step == self._saved_step:
+            return  # this very step is checkpointed already (a stop right after a periodic save)
         t0 = time.perf_counter()
         blob = {"format": ckpt_store.CKPT_FORMAT, "job": self.job, "step": self.step, "samples": self.samples_done,
                 "done": done, "world": self.world_size, "model": self._model.state_dict(),
@@ -153,6 +157,7 @@ class TrainContext:
             self._emit({"ev": "ckpt-failed", "step": self.step, "errno": e.errno, "path": str(self._ckpt_dir),
                         "error": f"{type(e).__name__}: {e}"[:300]})
             raise CheckpointWriteError(f"checkpoint at step {self.step} not written: {e.strerror or e}") from None
+        self._saved_step = self.step
         self._emit(dict(info, ev="checkpoint", save_s=round(time.perf_counter() - t0, 4)))
 
     # ------------------------------------------------------------------ public API

@@ -33,3 +33,8 @@ def cli(monkeypatch, capsys):
         return code, out, err
 
     return run
+
+
+def pytest_configure(config):
+    # issue 20: real runs of the fault suite (select with -m backend, skip with -m "not backend")
+    config.addinivalue_line("markers", "backend: runs real workers (PyTorch processes); minutes, not seconds")

@@ -197,10 +197,11 @@ def test_killed_worker_resumes_from_checkpoint(faulty_run):
     s, state = faulty_run["summary"], faulty_run["state"]
     cnn = by_job(s)["cnn"]
     assert cnn["status"] == "completed" and cnn["completions"] == 1, faulty_run["stderr"][-3000:]
-    assert cnn["failures"] == 1
-    attempts = query(state, "SELECT id, outcome, start_samples, end_samples FROM attempts WHERE job_id='cnn' ORDER BY id")
+    assert cnn["failures"] == 1 and cnn["infra_faults"] == 1 and cnn["crashes"] == 0  # SIGKILL: not the job's fault
+    attempts = query(state, "SELECT id, outcome, fault, start_samples, end_samples FROM attempts WHERE job_id='cnn' "
+                            "ORDER BY id")
     killed = [a for a in attempts if a["id"] == faulty_run["killed_attempt"]]
-    assert killed and killed[0]["outcome"] == "crashed"
+    assert killed and (killed[0]["outcome"], killed[0]["fault"]) == ("infra", "infra")
     after = [a for a in attempts if a["id"] > faulty_run["killed_attempt"]]
     assert after, attempts
     # resumed from its checkpoint: at or after the one seen before the kill, not from zero
@@ -216,6 +217,7 @@ def test_failing_entry_is_reported_and_others_finish(faulty_run):
     assert jobs["bad"]["status"] == "failed"
     assert "ValueError: bad input on purpose" in jobs["bad"]["error"]
     assert jobs["bad"]["failures"] == 0  # its own error: not retried as a crash
+    assert jobs["bad"]["error_class"] == "user" and jobs["cnn"]["error_class"] is None
     assert jobs["mlp"]["status"] == "completed" and jobs["cnn"]["status"] == "completed"
     assert s["completed"] == 2 and s["failed"] == 1
 
@@ -356,3 +358,13 @@ def test_refit_recovers_step_times_and_stays_near_prior_without_data():
         assert abs(pred / m.step_s - 1) < 0.1
     assert refit(CPU_PRIOR, []) == CPU_PRIOR
     assert refit(CPU_PRIOR, data) == p  # deterministic
+
+
+def test_a_rejected_job_makes_run_exit_1(tmp_path):
+    (tmp_path / "jobs.yaml").write_text("jobs:\n  - name: huge\n    entry: ringsched.backends.demo_jobs:synth_mlp\n"
+                                        "    batch: 8\n    work: {samples: 64}\n    min_workers: 5\n    max_workers: 5\n")
+    rc, s, err = ringsched_run("--cluster", "2x2", "--jobs", str(tmp_path / "jobs.yaml"), "--slot-s", "1",
+                               "--state", str(tmp_path / "state"), timeout=120)
+    assert s is not None, err[-2000:]
+    assert (rc, s["rejected"], s["completed"]) == (1, 1, 0), err[-2000:]
+    assert "needs 5 GPUs" in by_job(s)["huge"]["reason"]

@@ -17,8 +17,10 @@ controller on the same state directory resumes every job from its last checkpoin
 
 from __future__ import annotations
 
+import errno
 import math
 import os
+import signal
 import statistics
 import time
 from abc import ABC, abstractmethod
@@ -26,12 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from pathlib import Path
+
 import numpy as np
 
+from ringsched.backends import ckpt_store, faults
 from ringsched.backends.jobs_file import RunJob, jobs_digest
-from ringsched.backends.journal import Journal
+from ringsched.backends.journal import Journal, StateWriteError, write_failure
 from ringsched.backends.refit import CPU_PRIOR, Measurement, median_abs_pct_error, refit
-from ringsched.backends.worker import read_ckpt_meta
+from ringsched.backends.signals import Interrupted
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError
 from ringsched.perfmodel.ring import RingParams
@@ -40,6 +45,7 @@ from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.engine import PolicyError
 
 TERMINAL = ("completed", "failed", "rejected")
+STATE_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS)
 MIN_STEPS = 5  # iterations an attempt needs before its median step time counts as a measurement
 
 
@@ -66,6 +72,7 @@ class Attempt:
     host: str = ""
     nodes: dict[int, str] = field(default_factory=dict)  # rank -> node id (Ray)
     launched_mono: float = field(default_factory=time.monotonic)
+    resume_seq: int | None = None  # the journaled checkpoint it resumed from
 
     @property
     def world(self) -> int:
@@ -73,6 +80,10 @@ class Attempt:
 
     def measured_step_s(self) -> float | None:
         return statistics.median(self.times) if len(self.times) >= MIN_STEPS else None
+
+
+class LauncherError(Exception):
+    """The backend cannot run workers at all (not one attempt's failure): the run ends."""
 
 
 class Launcher(ABC):
@@ -121,7 +132,7 @@ def check_journal(journal: Journal, jobs: list[RunJob], cluster_spec: str) -> bo
     """True when ``journal`` holds an earlier run of these jobs on this cluster (to resume),
     False when it is empty; an ``InputError`` when it belongs to another run."""
     meta = journal.meta()
-    if not meta:
+    if "jobs_digest" not in meta:
         return False
     if meta.get("jobs_digest") != jobs_digest(jobs):
         raise InputError(f"state directory {journal.dir} belongs to another run (its jobs differ; "
@@ -166,7 +177,10 @@ class Controller:
         self.counters: dict[str, dict] = {}
         self.ckpt_dir = journal.dir / "ckpt"
         self.log_dir = journal.dir / "logs"
-        self.interrupted = False
+        self.interrupted: int | None = None  # the signal that ended the run early
+        self.write_failed = False  # a checkpoint could not be written: the run is ending
+        self.retry_at: dict[str, float] = {}  # job -> earliest time of its next launch (backoff)
+        self.consecutive_faults: dict[str, int] = {}
         self.stalled = False
         self.decisions = 0
         self.startup_s: list[float] = []  # measured: launch -> gloo group formed
@@ -189,8 +203,8 @@ class Controller:
         shape = consolidated_shape(w, int(self.cluster.gpus.max()))
         return j.work_samples / self.speed.throughput_sps(j.model, j.local_bsz, shape)
 
-    def _ckpt_path(self, job: str) -> str:
-        return str(self.ckpt_dir / f"{job}.pt")
+    def _ckpt_dir(self, job: str) -> Path:
+        return self.ckpt_dir / job
 
     def _setup(self) -> None:
         digest = jobs_digest(list(self.jobs.values()))
@@ -199,9 +213,9 @@ class Controller:
             self.states[j.name] = JobState(j.to_job(self._isolated_s(j)), n, self._isolated_s(j))
             self.losses[j.name] = []
             self.loss_first[j.name] = self.loss_last[j.name] = None
-            self.counters[j.name] = {"resizes": 0, "completions": 0, "last_workers": 0}
+            self.counters[j.name] = {"resizes": 0, "completions": 0, "last_workers": 0, "infra_faults": 0}
         if not check_journal(self.journal, list(self.jobs.values()), self.cluster_spec):
-            self.journal.set_meta(schema="1", jobs_digest=digest, cluster=self.cluster_spec,
+            self.journal.set_meta(jobs_digest=digest, cluster=self.cluster_spec,
                                   backend=self.launcher.name, policy=self.policy.name, jobs_source=self.jobs_source,
                                   clock_s=0.0, created=time.time())
             for j in order:
@@ -213,7 +227,9 @@ class Controller:
     def _recover(self, meta: dict) -> None:
         """Resume after a controller that stopped (or was killed): orphaned workers are reaped,
         every unfinished job restarts from its last checkpoint, finished ones stay finished."""
-        self._offset = float(meta.get("clock_s", 0.0))
+        # the clock goes on from the latest time anything was journaled (not only the last
+        # decision), so nothing recovered ends before it began
+        self._offset = max(float(meta.get("clock_s", 0.0)), self.journal.last_time_s())
         self._t0 = time.monotonic()
         t = self.now()
         stale = self.journal.attempts(open_only=True)
@@ -240,32 +256,52 @@ class Controller:
             self.loss_first[jid], self.loss_last[jid] = row["loss_first"], row["loss_last"]
             self.losses[jid] = self.journal.losses(jid)
             self.counters[jid] = {"resizes": row["resizes"], "completions": row["completions"],
-                                  "last_workers": row["last_workers"]}
+                                  "last_workers": row["last_workers"], "infra_faults": row["infra_faults"]}
             status = row["status"]
             js.mark_s = js.run_from_s = js.last_stop_s = t
             if status in TERMINAL:
                 js.status = status
                 continue
-            ck = read_ckpt_meta(self._ckpt_path(jid))
-            if ck is not None:
-                js.ckpt_samples = js.done_samples = float(ck["samples"])
-                known = self.journal.checkpoints(jid)
-                if not known or known[-1]["samples"] < js.ckpt_samples or (ck.get("done") and not known[-1]["done"]):
-                    # written after the last one the dead scheduler journaled (its workers'
-                    # checkpoint when they saw it die)
-                    self.journal.add_checkpoint(jid, ck.get("attempt"), int(ck.get("step", 0)), js.ckpt_samples,
-                                                bool(ck.get("done")), self._ckpt_path(jid), t)
-                if ck.get("done"):
-                    self._mark_completed(js, t, note="completed by its final checkpoint before the restart")
-                    continue
-            else:
-                js.ckpt_samples = js.done_samples = 0.0
+            samples = self._resume_point(jid, [a for a in stale if a["job_id"] == jid], t)
+            if samples is None:
+                self._mark_completed(js, t, note="completed by its final checkpoint before the restart")
+                continue
+            js.ckpt_samples = js.done_samples = samples
             js.status = "active" if status == "active" else "pending"
             self.journal.update_job(jid, status=js.status, done_samples=js.done_samples, ckpt_samples=js.ckpt_samples)
             if js.status == "active":
                 self.journal.event(t, jid, "resume", f"from checkpoint at {int(js.ckpt_samples)} samples")
                 self.notify(f"{jid}: resumes from its checkpoint at {int(js.ckpt_samples)} samples")
         self._refit_dirty()
+
+    def _resume_point(self, jid: str, stale: list[dict], t: float) -> float | None:
+        """Recovery: the samples a job resumes from (None: its final checkpoint is journaled).
+        The journal decides; a checkpoint its dead scheduler never journaled (written by
+        workers that saw it die) is adopted only if it passes ``ckpt_store.adoptable``."""
+        rows = self.journal.checkpoints(jid)
+        if any(r["done"] and not r["bad"] for r in rows):
+            return None
+        choice = self._choose_checkpoint(jid, rows, t)
+        work = self.jobs[jid].work_samples
+        got = ckpt_store.adoptable(self._ckpt_dir(jid), {a["id"]: a["workers"] * a["local_bsz"] for a in stale},
+                                   choice.samples, work)
+        if got is None:
+            return choice.samples
+        self.journal.add_checkpoint(jid, got["attempt"], got["step"], min(got["samples"], work), got["done"],
+                                    got["path"], t, sha256=got["sha256"], size_bytes=got["bytes"])
+        self.journal.event(t, jid, "adopt", f"checkpoint of attempt {got['attempt']} at {got['samples']} samples, "
+                                            "written after the previous scheduler died")
+        return None if got["done"] else float(got["samples"])
+
+    def _choose_checkpoint(self, jid: str, rows: list[dict], t: float) -> ckpt_store.Choice:
+        """The newest good journaled checkpoint; corrupt ones are marked bad (and logged)."""
+        choice = ckpt_store.choose(rows)
+        for r in choice.bad:
+            self.journal.mark_checkpoint_bad(r["seq"])
+            self.journal.event(t, jid, "ckpt-bad", f"{r['path']} (step {r['step']}) changed or vanished; "
+                                                   "falling back to the previous checkpoint")
+            self.notify(f"{jid}: checkpoint {Path(r['path']).name} is corrupt or missing; using the previous one")
+        return choice
 
     # ------------------------------------------------------------------ measurements and the model
     def _add_measurement(self, model: str, m: Measurement) -> None:
@@ -300,9 +336,9 @@ class Controller:
                     next_b = (math.floor(self.now() / slot + 1e-9) + 1) * slot
                 if self.on_tick is not None:
                     self.on_tick(self)
-        except KeyboardInterrupt:
-            self.interrupted = True
-            self.notify("interrupted: checkpointing running jobs")
+        except (KeyboardInterrupt, Interrupted) as e:
+            self.interrupted = getattr(e, "signum", signal.SIGINT)
+            self.notify(f"interrupted ({signal.Signals(self.interrupted).name}): checkpointing running jobs")
             self._stop_all()
         except BaseException:
             try:  # whatever broke, running jobs keep their work: checkpoint them before leaving
@@ -311,8 +347,12 @@ class Controller:
                 pass
             raise
         finally:
-            self.journal.set_meta(clock_s=self.now())
-            self.launcher.close()
+            try:
+                self.journal.set_meta(clock_s=self.now())
+            except StateWriteError:
+                pass  # the journal keeps its last consistent state; the error is reported once
+            finally:
+                self.launcher.close()
         return self.summary()
 
     def _finished(self) -> bool:
@@ -367,7 +407,9 @@ class Controller:
                 running.setdefault(att.job.model, []).append(m)
                 self.journal.update_attempt(att.id, measured_step_s=m.step_s, measured_steps=m.steps)
         self._refit_dirty(running)
-        active = [js for js in sorted(self.states.values(), key=lambda s: s.index) if js.status == "active"]
+        # a job retried after a fault waits out its backoff before the policy sees it again
+        active = [js for js in sorted(self.states.values(), key=lambda s: s.index)
+                  if js.status == "active" and self.retry_at.get(js.job_id, 0.0) <= t]
         if not active:
             self.journal.set_meta(clock_s=t)
             return
@@ -378,7 +420,10 @@ class Controller:
         self.decisions += 1
         new = {jid: tuple(int(s) for s in p) for jid, p in new.items() if p}
         self._validate(new, {js.job_id: js for js in active}, t)
-        if not new and not self.live and not any(js.status == "pending" for js in self.states.values()):
+        backing_off = any(js.status == "active" and self.retry_at.get(js.job_id, 0.0) > t
+                          for js in self.states.values())
+        if not new and not self.live and not backing_off and not any(js.status == "pending"
+                                                                     for js in self.states.values()):
             self.stalled = True  # nothing runs and nothing can change: the rest wait forever
             for js in active:
                 js.status = "waiting"
@@ -459,13 +504,17 @@ class Controller:
         if resized:
             self.counters[js.job_id]["resizes"] += 1
         self.counters[js.job_id]["last_workers"] = len(p)
-        ck = read_ckpt_meta(self._ckpt_path(js.job_id))
-        start_samples = float(ck["samples"]) if ck else 0.0
-        js.done_samples = start_samples
+        choice = self._choose_checkpoint(js.job_id, self.journal.checkpoints(js.job_id), t)
+        start_samples = choice.samples
+        if start_samples < js.ckpt_samples:  # its newest checkpoint was corrupt: the work since is lost
+            js.lost_samples += js.ckpt_samples - start_samples
+            self.journal.update_job(js.job_id, lost_samples=js.lost_samples)
+        js.done_samples = js.ckpt_samples = start_samples
         aid = self.journal.start_attempt(js.job_id, p, servers=shape[1], max_per_server=shape[2], local_bsz=j.local_bsz,
                                          model=j.model, started_s=t, start_samples=start_samples, predicted_step_s=pred,
                                          informed=j.model in self.fitted)
-        att = Attempt(aid, j, p, t, pred, start_samples, samples=start_samples)
+        att = Attempt(aid, j, p, t, pred, start_samples, samples=start_samples,
+                      resume_seq=choice.row["seq"] if choice.row else None)
         js.placement = p
         js.last_start_s = t
         js.mark_s = js.run_from_s = t
@@ -484,11 +533,14 @@ class Controller:
         self.notify(f"{js.job_id}: {what} on servers [{where}] (predicted step {pred * 1e3:.1f} ms)")
         config = {"job": j.name, "attempt": aid, "entry": j.entry, "paths": list(j.paths), "local_bsz": j.local_bsz,
                   "work_samples": j.work_samples, "seed": j.seed, "args": j.args, "placement": list(p),
-                  "ckpt_path": self._ckpt_path(j.name), "ckpt_every_s": self.cfg.ckpt_every_s,
+                  "ckpt_dir": str(self._ckpt_dir(j.name)), "resume": choice.resume(),
+                  "ckpt_every_s": self.cfg.ckpt_every_s,
                   "report_every_s": self.cfg.report_every_s, "timeout_s": self.cfg.worker_timeout_s,
                   "log_dir": str(self.log_dir / j.name)}
         try:
             self.launcher.start(att, config)
+        except LauncherError:
+            raise
         except Exception as e:  # noqa: BLE001 - a launch failure is an infrastructure failure of the attempt
             att.errors.append({"ev": "error", "kind": "launch", "error": f"{type(e).__name__}: {e}", "rank": -1})
             self._end(att)
@@ -534,8 +586,7 @@ class Controller:
                 if len(att.nodes) == att.world:
                     att.host = " ".join(att.nodes[r] for r in range(att.world))
                     self.journal.update_attempt(att.id, host=att.host)
-            if rank == 0:
-                att.start_samples = att.samples = float(ev.get("samples", 0))
+            if rank == 0:  # it resumed where the journal said (the worker checked): start_samples stands
                 att.step = int(ev.get("step", 0))
                 self.startup_s.append(time.monotonic() - att.launched_mono)
         elif kind == "progress":
@@ -552,11 +603,12 @@ class Controller:
                 self.journal.add_losses(jid, [point])
                 self.journal.update_job(jid, loss_first=self.loss_first[jid], loss_last=self.loss_last[jid])
         elif kind == "checkpoint":
-            js = self.states[jid]
-            js.ckpt_samples = float(ev["samples"])
-            self.journal.add_checkpoint(jid, att.id, int(ev["step"]), float(ev["samples"]), bool(ev.get("done")),
-                                        str(ev.get("path", "")), t)
-            self.journal.update_job(jid, ckpt_samples=js.ckpt_samples)
+            self._on_checkpoint(att, ev, t)
+        elif kind == "ckpt-failed" and ev.get("errno") in STATE_WRITE_ERRNOS and not self.write_failed:
+            # the state directory is full or failing: the run cannot keep anyone's work; end it
+            # (the journal keeps its last consistent state, the previous checkpoints stay)
+            self.write_failed = True
+            raise write_failure(Path(str(ev.get("path", self.ckpt_dir))), OSError(ev["errno"], os.strerror(ev["errno"])))
         elif kind in ("done", "stopped"):
             att.samples = float(ev.get("samples", att.samples))
             if rank == 0:
@@ -571,6 +623,23 @@ class Controller:
                 self._kill_rest(att)
             if len(att.exits) >= att.world:
                 self._end(att)
+
+    def _on_checkpoint(self, att: Attempt, ev: dict, t: float) -> None:
+        """Journal a checkpoint (its checksum; progress capped at the job's work) and delete the
+        files of all but the last two good ones."""
+        jid = att.job.name
+        js = self.states[jid]
+        work = att.job.work_samples
+        samples = float(ev["samples"])
+        done = bool(ev.get("done"))
+        if samples < att.start_samples or samples > work + att.world * att.job.local_bsz or (done and samples < work):
+            self.notify(f"{jid}: ignored an implausible checkpoint report ({int(samples)} samples)")
+            return
+        js.ckpt_samples = min(samples, float(work))
+        self.journal.add_checkpoint(jid, att.id, int(ev["step"]), js.ckpt_samples, done, str(ev.get("path", "")), t,
+                                    sha256=str(ev.get("sha256", "")), size_bytes=int(ev.get("bytes", 0)))
+        self.journal.update_job(jid, ckpt_samples=js.ckpt_samples)
+        ckpt_store.prune(self.journal.checkpoints(jid))
 
     def _kill_rest(self, att: Attempt) -> None:
         """One worker failed: the ring is broken, the others cannot go on."""
@@ -597,26 +666,14 @@ class Controller:
         self.live.pop(att.id, None)
         if self.by_job.get(jid) is att:
             del self.by_job[jid]
-        user = [e for e in att.errors if e.get("kind") == "user"]
-        if att.ended_hint == "done":
-            outcome = "done"
-        elif user:
-            outcome = "failed"
-        elif att.ended_hint == "stopped" and all(rc == 0 for rc in att.exits.values()):
-            outcome = "stopped"
-        else:
-            outcome = "crashed"
+        end = faults.classify(att.exits, att.errors, att.ended_hint)
+        att.samples = min(att.samples, float(att.job.work_samples))
         m = self._measurement(att)
         if m is not None:
             self._add_measurement(att.job.model, m)
-        err = None
-        if outcome == "failed":
-            err = user[0]["error"]
-        elif outcome == "crashed":
-            err = self._crash_reason(att)
-        self.journal.update_attempt(att.id, ended_s=t, outcome=outcome, end_samples=att.samples,
+        self.journal.update_attempt(att.id, ended_s=t, outcome=end.outcome, end_samples=att.samples,
                                     measured_step_s=m.step_s if m else None, measured_steps=m.steps if m else 0,
-                                    error=err)
+                                    error=end.error, fault=end.fault)
         # the job's state at t
         js.attained_gpu_s = js.attained_at(t)
         js.mark_s = js.run_from_s = t
@@ -624,53 +681,54 @@ class Controller:
         js.placement = ()
         js.rate_sps = 0.0
         self.alloc.pop(jid, None)
-        if outcome == "done":
+        if end.outcome == "done":
+            self.consecutive_faults[jid] = 0
             js.done_samples = float(js.job.work_samples)
             self._mark_completed(js, t)
-        elif outcome == "failed":
+        elif end.outcome == "failed":
             js.done_samples = float(att.samples)
-            js.status, js.reason = "failed", err
+            js.status, js.reason = "failed", end.error
             js.finish_s = t
-            self.journal.update_job(jid, status="failed", reason=err, finish_s=t, done_samples=js.done_samples,
+            self.journal.update_job(jid, status="failed", reason=end.error, finish_s=t, done_samples=js.done_samples,
                                     attained_gpu_s=js.attained_gpu_s)
-            self.journal.event(t, jid, "failed", err)
-            self.notify(f"{jid}: failed: {err}")
-        elif outcome == "stopped":
-            js.done_samples = float(att.samples)
-            js.ckpt_samples = float(att.samples)
+            self.journal.event(t, jid, "failed", end.error)
+            self.notify(f"{jid}: failed: {end.error}")
+        elif end.outcome == "stopped":
+            self.consecutive_faults[jid] = 0
+            js.done_samples = js.ckpt_samples = float(att.samples)
             self.journal.update_job(jid, done_samples=js.done_samples, attained_gpu_s=js.attained_gpu_s)
         else:
-            ck = read_ckpt_meta(self._ckpt_path(jid))
-            ck_samples = float(ck["samples"]) if ck else 0.0
-            js.failures += 1
-            js.lost_samples += max(0.0, att.samples - ck_samples)
-            js.done_samples = js.ckpt_samples = ck_samples
-            if js.failures >= self.cfg.max_failures:
-                js.status = "failed"
-                js.reason = f"workers crashed {js.failures} times; last: {err}"
-                js.finish_s = t
-                self.journal.update_job(jid, status="failed", reason=js.reason, finish_s=t)
-                self.notify(f"{jid}: failed: {js.reason}")
-            else:
-                self.notify(f"{jid}: worker crashed ({err}); back to the queue, resumes from its checkpoint "
-                            f"at {int(ck_samples)} samples")
-            self.journal.update_job(jid, failures=js.failures, lost_samples=js.lost_samples, done_samples=js.done_samples,
-                                    ckpt_samples=js.ckpt_samples, attained_gpu_s=js.attained_gpu_s)
-            self.journal.event(t, jid, "crash", err or "")
+            self._on_fault(att, end, t)
 
-    @staticmethod
-    def _crash_reason(att: Attempt) -> str:
-        """Why an attempt broke: a worker killed by a signal first, else the first error."""
-        said = {e.get("rank") for e in att.errors}
-        victims = [(r, -rc) for r, rc in sorted(att.exits.items()) if rc < 0 and r not in said]
-        if victims:  # died without a word: killed from outside (the others then lost the ring)
-            r, sig = victims[0]
-            return f"worker rank {r} was killed (signal {sig})"
-        errs = [e for e in att.errors if e.get("error")]
-        if errs:
-            return errs[0]["error"]
-        bad = {r: rc for r, rc in sorted(att.exits.items()) if rc != 0}
-        return f"worker exit codes {bad}" if bad else "workers ended without finishing or stopping"
+    def _on_fault(self, att: Attempt, end: faults.Ending, t: float) -> None:
+        """A crash or an infrastructure fault: back to the queue (after a backoff) from the
+        last good checkpoint; only repeated crashes (not infrastructure faults) fail a job."""
+        jid = att.job.name
+        js = self.states[jid]
+        if any(e.get("kind") == "ckpt" for e in att.errors) and att.resume_seq is not None:
+            self.journal.mark_checkpoint_bad(att.resume_seq)  # failed verification in the worker
+        ck_samples = ckpt_store.choose(self.journal.checkpoints(jid)).samples
+        js.failures += 1
+        infra = self.counters[jid]["infra_faults"] + (end.fault == "infra")
+        self.counters[jid]["infra_faults"] = infra
+        js.lost_samples += max(0.0, att.samples - ck_samples)
+        js.done_samples = js.ckpt_samples = ck_samples
+        n = self.consecutive_faults[jid] = self.consecutive_faults.get(jid, 0) + 1
+        if end.fault == "crash" and js.failures - infra >= self.cfg.max_failures:
+            js.status = "failed"
+            js.reason = f"workers crashed {js.failures - infra} times; last: {end.error}"
+            js.finish_s = t
+            self.journal.update_job(jid, status="failed", reason=js.reason, finish_s=t)
+            self.notify(f"{jid}: failed: {js.reason}")
+        else:
+            wait = faults.backoff_s(n)
+            self.retry_at[jid] = t + wait
+            self.notify(f"{jid}: {end.fault} fault ({end.error}); retried in {wait:g} s from its checkpoint "
+                        f"at {int(ck_samples)} samples")
+        self.journal.update_job(jid, failures=js.failures, infra_faults=infra, lost_samples=js.lost_samples,
+                                done_samples=js.done_samples, ckpt_samples=js.ckpt_samples,
+                                attained_gpu_s=js.attained_gpu_s)
+        self.journal.event(t, jid, "infra" if end.fault == "infra" else "crash", end.error or "")
 
     def _mark_completed(self, js: JobState, t: float, note: str = "") -> None:
         jid = js.job_id
@@ -717,6 +775,9 @@ class Controller:
                 "job": jid, "model": j.model, "status": js.status, "error": js.reason if js.status == "failed" else None,
                 "reason": js.reason or None, "work_samples": j.work_samples, "done_samples": js.done_samples,
                 "restarts": js.restarts, "resizes": self.counters[jid]["resizes"], "failures": js.failures,
+                "infra_faults": self.counters[jid]["infra_faults"],
+                "crashes": js.failures - self.counters[jid]["infra_faults"],
+                "error_class": rows[-1]["fault"] if js.status == "failed" and rows else None,
                 "preemptions": js.preemptions, "completions": self.counters[jid]["completions"],
                 "workers": [s["workers"] for s in steps],
                 "jct_s": (js.finish_s - js.job.arrival_s) if js.status == "completed" and js.finish_s is not None else None,
@@ -736,6 +797,7 @@ class Controller:
             "rejected": count("rejected"), "unfinished": sum(1 for js in self.states.values() if js.status not in TERMINAL),
             "resizes": sum(c["resizes"] for c in self.counters.values()),
             "restarts": sum(js.restarts for js in self.states.values()),
+            "infra_faults": sum(c["infra_faults"] for c in self.counters.values()),
             "median_step_error": median_abs_pct_error(all_pred, all_meas),
             "median_step_error_informed": median_abs_pct_error(
                 [a["predicted_step_s"] for a in attempts if a["informed"]],

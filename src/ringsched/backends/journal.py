@@ -12,16 +12,41 @@ Tables (docs/execution.md has the full schema):
 * ``losses``: a sampled loss curve per job; ``events``: a readable log (resize, failure, ...).
 
 Every write is its own transaction (WAL mode), so a scheduler killed at any instant leaves a
-consistent journal; readers (tests, a second terminal) may open it concurrently.
+consistent journal; readers (tests, a second terminal) may open it concurrently. A new journal
+is created complete (schema, version, run id) under a temporary name and renamed into place;
+every open checks it first (``journal_check``), and a write the disk refuses (full, I/O error)
+is a :class:`StateWriteError`: SQLite has rolled it back, so the file keeps its last
+consistent state.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import sqlite3
+import time
 from pathlib import Path
 
-SCHEMA_VERSION = "1"
+from ringsched.backends import journal_check
+
+SCHEMA_VERSION = "2"
+SQLITE_IOERR, SQLITE_FULL = 10, 13
+
+
+class StateWriteError(Exception):
+    """The state directory refused a write (disk full, I/O error): one line, exit 3."""
+
+
+def write_failure(path: Path, e: BaseException) -> StateWriteError:
+    what = getattr(e, "strerror", None) or str(e)
+    return StateWriteError(f"cannot write to {path}: {what}; the journal keeps its last consistent state: "
+                           f"free space (or fix the disk) and run again with the same --state")
+
+
+def _is_write_failure(e: sqlite3.Error) -> bool:
+    code = getattr(e, "sqlite_errorcode", 0) & 0xFF
+    return code in (SQLITE_IOERR, SQLITE_FULL) or "disk is full" in str(e) or "disk I/O" in str(e)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,7 +57,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     resizes INTEGER NOT NULL DEFAULT 0, preemptions INTEGER NOT NULL DEFAULT 0,
     failures INTEGER NOT NULL DEFAULT 0, lost_samples REAL NOT NULL DEFAULT 0,
     first_start_s REAL, finish_s REAL, loss_first REAL, loss_last REAL,
-    completions INTEGER NOT NULL DEFAULT 0, last_workers INTEGER NOT NULL DEFAULT 0);
+    completions INTEGER NOT NULL DEFAULT 0, last_workers INTEGER NOT NULL DEFAULT 0,
+    infra_faults INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS plans (seq INTEGER PRIMARY KEY AUTOINCREMENT, t_s REAL NOT NULL, allocations TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS attempts (
     id INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL, placement TEXT NOT NULL,
@@ -41,10 +67,11 @@ CREATE TABLE IF NOT EXISTS attempts (
     started_s REAL NOT NULL, ended_s REAL, outcome TEXT, start_samples REAL, end_samples REAL,
     predicted_step_s REAL, informed INTEGER NOT NULL DEFAULT 0,
     measured_step_s REAL, measured_steps INTEGER NOT NULL DEFAULT 0,
-    pids TEXT NOT NULL DEFAULT '[]', host TEXT NOT NULL DEFAULT '', error TEXT);
+    pids TEXT NOT NULL DEFAULT '[]', host TEXT NOT NULL DEFAULT '', error TEXT, fault TEXT);
 CREATE TABLE IF NOT EXISTS checkpoints (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL, attempt_id INTEGER, step INTEGER NOT NULL,
-    samples REAL NOT NULL, done INTEGER NOT NULL, path TEXT NOT NULL, t_s REAL NOT NULL);
+    samples REAL NOT NULL, done INTEGER NOT NULL, path TEXT NOT NULL, t_s REAL NOT NULL,
+    sha256 TEXT NOT NULL DEFAULT '', bytes INTEGER NOT NULL DEFAULT 0, bad INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS losses (job_id TEXT NOT NULL, step INTEGER NOT NULL, loss REAL NOT NULL,
     PRIMARY KEY (job_id, step));
 CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, t_s REAL NOT NULL, job_id TEXT,
@@ -53,9 +80,9 @@ CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, t_s RE
 
 JOB_FIELDS = ("status", "reason", "done_samples", "ckpt_samples", "attained_gpu_s", "restarts", "resizes",
               "preemptions", "failures", "lost_samples", "first_start_s", "finish_s", "loss_first", "loss_last",
-              "completions", "last_workers")
+              "completions", "last_workers", "infra_faults")
 ATTEMPT_FIELDS = ("ended_s", "outcome", "start_samples", "end_samples", "predicted_step_s", "measured_step_s",
-                  "measured_steps", "pids", "host", "error")
+                  "measured_steps", "pids", "host", "error", "fault")
 
 
 class Journal:
@@ -64,31 +91,89 @@ class Journal:
     FILE = "journal.sqlite"
 
     def __init__(self, state_dir: str | Path):
+        """Open (checked) or create the journal of ``state_dir``; the caller holds its lock."""
         self.dir = Path(state_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / self.FILE
         self.is_new = not self.path.exists()
-        self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        if self.is_new:
+            self._create()
+        journal_check.check_files(self.path)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as e:
+            if _is_write_failure(e):
+                raise write_failure(self.path, e) from None
+            raise journal_check.damaged(self.path, str(e)) from None
+        self.run_id = journal_check.check_open(self.path, self.db, SCHEMA_VERSION)["run_id"]
+        journal_check.break_seal(self.path)
+
+    def _create(self) -> None:
+        """A complete journal (schema, version, run id) under a temporary name, renamed into
+        place: ``journal.sqlite`` is never seen empty or half made."""
+        tmp = self.dir / f".{self.FILE}.new{os.getpid()}"
+        try:
+            db = sqlite3.connect(tmp, isolation_level=None)
+            db.execute("PRAGMA journal_mode=DELETE")
+            db.executescript(_SCHEMA)
+            with db:
+                db.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
+                               [("schema", SCHEMA_VERSION), ("run_id", secrets.token_hex(8)),
+                                ("created", str(time.time()))])
+            db.close()
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+            dfd = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except (OSError, sqlite3.Error) as e:
+            for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+                leftover.unlink(missing_ok=True)
+            raise write_failure(self.dir, e) from None
 
     def close(self) -> None:
-        self.db.close()
+        """Fold the WAL into the file and seal it (its checksum), so any later change is seen."""
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.db.close()
+        except sqlite3.Error:
+            self.db.close()
+            return
+        wal = self.path.with_name(self.path.name + "-wal")
+        if not wal.exists() or wal.stat().st_size == 0:
+            journal_check.write_seal(self.path)
 
     def _tx(self, sql: str, args=()) -> sqlite3.Cursor:
-        with self.db:
-            return self.db.execute(sql, args)
+        try:
+            with self.db:
+                return self.db.execute(sql, args)
+        except sqlite3.OperationalError as e:
+            if _is_write_failure(e):
+                raise write_failure(self.path, e) from None
+            raise
+
+    def _tx_many(self, sql: str, rows: list) -> None:
+        try:
+            with self.db:
+                self.db.executemany(sql, rows)
+        except sqlite3.OperationalError as e:
+            if _is_write_failure(e):
+                raise write_failure(self.path, e) from None
+            raise
 
     # ------------------------------------------------------------------ meta
     def meta(self) -> dict[str, str]:
         return {r["key"]: r["value"] for r in self.db.execute("SELECT key, value FROM meta")}
 
     def set_meta(self, **values) -> None:
-        with self.db:
-            self.db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                                [(k, str(v)) for k, v in values.items()])
+        self._tx_many("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                      [(k, str(v)) for k, v in values.items()])
 
     # ------------------------------------------------------------------ jobs
     def add_job(self, job_id: str, spec: dict) -> None:
@@ -114,9 +199,8 @@ class Journal:
 
     def add_losses(self, job_id: str, points: list[tuple[int, float]]) -> None:
         if points:
-            with self.db:
-                self.db.executemany("INSERT OR REPLACE INTO losses(job_id, step, loss) VALUES (?, ?, ?)",
-                                    [(job_id, int(s), float(v)) for s, v in points])
+            self._tx_many("INSERT OR REPLACE INTO losses(job_id, step, loss) VALUES (?, ?, ?)",
+                          [(job_id, int(s), float(v)) for s, v in points])
 
     def losses(self, job_id: str) -> list[tuple[int, float]]:
         return [(r[0], r[1]) for r in self.db.execute("SELECT step, loss FROM losses WHERE job_id=? ORDER BY step", (job_id,))]
@@ -158,10 +242,21 @@ class Journal:
 
     # ------------------------------------------------------------------ checkpoints
     def add_checkpoint(self, job_id: str, attempt_id: int | None, step: int, samples: float, done: bool,
-                       path: str, t_s: float) -> None:
-        self._tx("INSERT INTO checkpoints(job_id, attempt_id, step, samples, done, path, t_s) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 (job_id, attempt_id, int(step), float(samples), int(bool(done)), str(path), t_s))
+                       path: str, t_s: float, *, sha256: str = "", size_bytes: int = 0) -> None:
+        self._tx("INSERT INTO checkpoints(job_id, attempt_id, step, samples, done, path, t_s, sha256, bytes) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (job_id, attempt_id, int(step), float(samples), int(bool(done)), str(path), t_s, sha256,
+                  int(size_bytes)))
+
+    def mark_checkpoint_bad(self, seq: int) -> None:
+        self._tx("UPDATE checkpoints SET bad=1 WHERE seq=?", (seq,))
 
     def checkpoints(self, job_id: str) -> list[dict]:
         return [dict(r) for r in self.db.execute("SELECT * FROM checkpoints WHERE job_id=? ORDER BY seq", (job_id,))]
 
+    def last_time_s(self) -> float:
+        """The latest scheduler time anything was journaled at (a resumed clock starts there)."""
+        q = ("SELECT MAX(t) FROM (SELECT MAX(t_s) AS t FROM checkpoints UNION ALL SELECT MAX(t_s) FROM events "
+             "UNION ALL SELECT MAX(started_s) FROM attempts UNION ALL SELECT MAX(ended_s) FROM attempts "
+             "UNION ALL SELECT MAX(t_s) FROM plans)")
+        return float(self.db.execute(q).fetchone()[0] or 0.0)

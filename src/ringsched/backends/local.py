@@ -10,11 +10,18 @@ Starting a Python process that imports torch (and torch._dynamo, which the first
 pulls in) takes about ten seconds of CPU, which would make every resize slow. So the launcher
 starts one *zygote* (``python -m ringsched.backends.worker``) that does those imports once and
 then forks a fresh worker process per rank on request (milliseconds). Each worker connects
-back to the launcher over a TCP socket on 127.0.0.1: events come up that channel as JSON
-lines, a line down it asks the worker to checkpoint and stop, and its end (the scheduler
-died) does the same. The zygote reports each worker's pid and, when it exits, its exit code;
-a worker's ``exit`` event is emitted once both its channel has ended and its exit code is
-known (so it follows all of its other events).
+back to the launcher over a TCP socket on 127.0.0.1 and proves it holds its own random
+secret (``channel``: an HMAC challenge): events come up that channel as JSON lines, a line
+down it asks the worker to checkpoint and stop, and its end (the scheduler died) does the
+same. The zygote reports each worker's pid and, when it exits, its exit code (a worker also
+sends its code as its last event, ``bye``); a worker's ``exit`` event is emitted once both its
+channel has ended and its exit code is known (so it follows all of its other events).
+
+A zygote that dies is an infrastructure fault, not the jobs': workers it had already forked
+go on (their channels are the launcher's), workers it had not forked yet are written off
+(exit code ``ZYGOTE_LOST``; should one connect later it is told to abort), and the next
+``start`` starts a new zygote. One that dies ``ZYGOTE_MAX_EARLY_DEATHS`` times in a row before
+it is ready (a broken environment) is a :class:`LauncherError`.
 """
 
 from __future__ import annotations
@@ -31,10 +38,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringsched.backends.controller import Attempt, Launcher
+from ringsched.backends import channel
+from ringsched.backends.controller import Attempt, Launcher, LauncherError
+from ringsched.backends.faults import CHANNEL_LOST, ZYGOTE_LOST
 from ringsched.backends.worker import PREFIX
 
 WORKER_MODULE = "ringsched.backends.worker"
+ZYGOTE_MAX_EARLY_DEATHS = 3
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -66,8 +76,10 @@ def pid_is_worker(pid: int) -> bool:
 @dataclass
 class _Worker:
     key: str
+    token: str
     attempt: int
     rank: int
+    zygote: int = 0  # which zygote generation was asked to fork it
     pid: int | None = None
     rc: int | None = None
     conn: socket.socket | None = None
@@ -76,6 +88,7 @@ class _Worker:
     exited: bool = False  # the exit event was emitted
     kill_pending: bool = False
     stop_pending: bool = False  # asked to stop before its channel connected: told on connect
+    said_rc: int | None = None  # the code the worker sent in its "bye" event
 
 
 class LocalLauncher(Launcher):
@@ -92,21 +105,40 @@ class LocalLauncher(Launcher):
         self.by_attempt: dict[int, list[_Worker]] = {}
         self.early_rc: dict[int, int] = {}
         self.closed = False
-        self._seq = 0
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(0.5)
         self.channel = ("127.0.0.1", self.listener.getsockname()[1])
         threading.Thread(target=self._accept, daemon=True, name="ringsched-accept").start()
         self._zlog = open(self.state_dir / "logs" / "zygote.log", "ab")  # noqa: SIM115 - kept open
+        self.generation = 0
+        self.dead_generations: set[int] = set()
+        self.early_deaths = 0
+        self.zygote_restarts = 0
+        self._spawn_zygote()
+
+    def _spawn_zygote(self) -> None:
+        self.generation += 1
+        self.zygote_ready = False
         self.zygote = subprocess.Popen([self.python, "-m", WORKER_MODULE], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=self._zlog, env=worker_env(), text=True,
                                        bufsize=1, close_fds=True)
-        self.zygote_ready = False
-        threading.Thread(target=self._read_zygote, daemon=True, name="ringsched-zygote").start()
+        threading.Thread(target=self._read_zygote, args=(self.zygote, self.generation), daemon=True,
+                         name=f"ringsched-zygote{self.generation}").start()
+
+    def _ensure_zygote(self) -> None:
+        """A dead zygote is replaced (an infrastructure fault, counted; not the jobs')."""
+        if self.zygote.poll() is None:
+            return
+        self.early_deaths = 0 if self.zygote_ready else self.early_deaths + 1
+        if self.early_deaths >= ZYGOTE_MAX_EARLY_DEATHS:
+            raise LauncherError(f"the worker zygote died {self.early_deaths} times before it was ready "
+                                f"(see {self.state_dir / 'logs' / 'zygote.log'})")
+        self.zygote_restarts += 1
+        self._spawn_zygote()
 
     # ------------------------------------------------------------------ threads
-    def _read_zygote(self) -> None:
-        for line in self.zygote.stdout:
+    def _read_zygote(self, proc: subprocess.Popen, generation: int) -> None:
+        for line in proc.stdout:
             if not line.startswith(PREFIX):
                 continue
             try:
@@ -115,21 +147,10 @@ class LocalLauncher(Launcher):
                 continue
             kind = ev.get("ev")
             if kind == "ready":
-                self.zygote_ready = True
+                if proc is self.zygote:
+                    self.zygote_ready = True
             elif kind == "forked":
-                with self.lock:
-                    w = self.workers.get(ev["key"])
-                    if w is None:
-                        continue
-                    w.pid = int(ev["pid"])
-                    self.by_pid[w.pid] = w
-                    if w.pid in self.early_rc:
-                        w.rc = self.early_rc.pop(w.pid)
-                    kill = w.kill_pending
-                self.events.put((w.attempt, w.rank, {"ev": "spawned", "pid": w.pid}))
-                if kill:
-                    self._signal(w.pid, signal.SIGKILL)
-                self._maybe_exit(w)
+                self._on_forked(str(ev.get("key")), int(ev["pid"]))
             elif kind == "child-exit":
                 with self.lock:
                     w = self.by_pid.get(int(ev["pid"]))
@@ -138,14 +159,34 @@ class LocalLauncher(Launcher):
                         continue
                     w.rc = int(ev["rc"])
                 self._maybe_exit(w)
-        self.zygote.wait()
-        # the zygote is gone: nobody will report exit codes any more
+        proc.wait()
+        # this zygote is gone: it forks nothing more and reports no more exit codes
         with self.lock:
-            pending = [w for w in self.workers.values() if not w.exited and w.rc is None]
-            for w in pending:
-                w.rc = -1
-        for w in pending:
+            self.dead_generations.add(generation)
+            mine = [w for w in self.workers.values() if w.zygote == generation and not w.exited and w.rc is None]
+            for w in mine:
+                if w.pid is None or not w.connected:
+                    w.rc = ZYGOTE_LOST  # never forked, or never connected: written off
+                elif w.channel_ended:
+                    w.rc = w.said_rc if w.said_rc is not None else CHANNEL_LOST
+                # else alive and connected: its "bye" (or the channel's end) tells its code
+        for w in mine:
             self._maybe_exit(w)
+
+    def _on_forked(self, key: str, pid: int) -> None:
+        with self.lock:
+            w = self.workers.get(key)
+            if w is None:
+                return
+            w.pid = pid
+            self.by_pid[pid] = w
+            if pid in self.early_rc:
+                w.rc = self.early_rc.pop(pid)
+            kill = w.kill_pending or w.exited
+        self.events.put((w.attempt, w.rank, {"ev": "spawned", "pid": pid}))
+        if kill:
+            self._signal(pid, signal.SIGKILL)
+        self._maybe_exit(w)
 
     def _accept(self) -> None:
         while not self.closed:
@@ -157,25 +198,39 @@ class LocalLauncher(Launcher):
                 return
             threading.Thread(target=self._read_worker, args=(conn,), daemon=True).start()
 
+    def _token_of(self, key: str) -> str | None:
+        with self.lock:
+            w = self.workers.get(key)
+            return None if w is None or w.connected else w.token
+
     def _read_worker(self, conn: socket.socket) -> None:
         f = conn.makefile("r", encoding="utf-8")
         w = None
         try:
-            hello = json.loads(f.readline() or "{}")
+            key = channel.server(conn, f, self._token_of)
+            if key is None:
+                return  # not one of our workers: nothing it sent is read
             with self.lock:
-                w = self.workers.get(hello.get("key", ""))
-                if w is not None:
+                w = self.workers[key]
+                written_off = w.exited
+                if not written_off:
                     w.conn, w.connected = conn, True
-                    stop_now = w.stop_pending
-            if w is None:
-                conn.close()
+                stop_now = w.stop_pending
+            if written_off:  # its attempt was ended without it (its zygote died): it must not run
+                conn.sendall(b"abort\n")
+                w = None
                 return
+            conn.sendall(b"ok\n")
             if stop_now:  # a stop sent while the worker was still starting must not be lost
                 conn.sendall(b"stop\n")
             for line in f:
                 try:
                     ev = json.loads(line)
                 except ValueError:
+                    continue
+                if ev.get("ev") == "bye":
+                    with self.lock:
+                        w.said_rc = int(ev.get("rc", CHANNEL_LOST))
                     continue
                 self.events.put((w.attempt, w.rank, ev))
         except OSError:
@@ -184,6 +239,8 @@ class LocalLauncher(Launcher):
             if w is not None:
                 with self.lock:
                     w.channel_ended = True
+                    if w.rc is None and w.zygote in self.dead_generations:  # nobody else will tell its code
+                        w.rc = w.said_rc if w.said_rc is not None else CHANNEL_LOST
                 self._maybe_exit(w)
             try:
                 conn.close()
@@ -209,24 +266,26 @@ class LocalLauncher(Launcher):
 
     # ------------------------------------------------------------------ Launcher
     def start(self, attempt: Attempt, config: dict) -> None:
-        if self.zygote.poll() is not None:
-            raise RuntimeError(f"the worker zygote exited with {self.zygote.returncode} "
-                               f"(see {self.state_dir / 'logs' / 'zygote.log'})")
+        self._ensure_zygote()
         port = free_port()
         log_dir = Path(config.pop("log_dir", self.state_dir / "logs"))
         ws = []
         with self.lock:
             for rank in range(attempt.world):
-                self._seq += 1
-                w = _Worker(f"{os.getpid()}-{self._seq}", attempt.id, rank)
+                key, token = channel.new_secret()
+                w = _Worker(key, token, attempt.id, rank, zygote=self.generation)
                 self.workers[w.key] = w
                 ws.append(w)
             self.by_attempt[attempt.id] = ws
-        for w in ws:
-            cfg = dict(config, rank=w.rank, world=attempt.world, master_addr="127.0.0.1", master_port=port,
-                       log_path=str(log_dir / f"attempt{attempt.id}-rank{w.rank}.log"))
-            self.zygote.stdin.write(json.dumps({"key": w.key, "cfg": cfg, "channel": list(self.channel)}) + "\n")
-        self.zygote.stdin.flush()
+        try:
+            for w in ws:
+                cfg = dict(config, rank=w.rank, world=attempt.world, master_addr="127.0.0.1", master_port=port,
+                           log_path=str(log_dir / f"attempt{attempt.id}-rank{w.rank}.log"))
+                cmd = {"key": w.key, "token": w.token, "cfg": cfg, "channel": list(self.channel)}
+                self.zygote.stdin.write(json.dumps(cmd) + "\n")
+            self.zygote.stdin.flush()
+        except OSError:
+            pass  # the zygote died meanwhile: its reader thread writes these workers off
         attempt.host = socket.gethostname()
         # pids arrive asynchronously ("forked"); the controller also gets them in "started"
 

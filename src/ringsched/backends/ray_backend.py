@@ -51,16 +51,17 @@ class WorkerActor:
         self._lock = threading.Lock()
         self._stop = threading.Event()
 
-    def rendezvous(self) -> tuple[str, int, int]:
-        """(node ip, a free port there, pid) for rank 0's gloo store."""
+    def rendezvous(self, loopback: bool) -> tuple[str, int, int]:
+        """(address, a free port there, pid) for rank 0's gloo store: 127.0.0.1 on a local Ray
+        instance, the node's IP on a cluster the user named (its other nodes must reach it)."""
         import os
         import socket
 
         import ray
 
-        ip = ray.util.get_node_ip_address()
+        ip = "127.0.0.1" if loopback else ray.util.get_node_ip_address()
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("", 0))
+            s.bind((ip, 0))
             port = s.getsockname()[1]
         return ip, int(port), os.getpid()
 
@@ -121,6 +122,7 @@ class RayLauncher(Launcher):
         self.cluster = cluster
         self.state_dir = Path(state_dir)
         self.started_ray = False
+        self.loopback = address is None  # a local instance: everything on 127.0.0.1
         if not ray.is_initialized():
             kwargs = dict(include_dashboard=False, logging_level="ERROR", log_to_driver=False,
                           configure_logging=True)
@@ -128,7 +130,7 @@ class RayLauncher(Launcher):
                 res = {server_resource(i): float(g) for i, g in enumerate(cluster.gpus)}
                 # "local": always a new instance (never one another program left running here)
                 ray.init(address="local", resources=res, object_store_memory=object_store_mb * 1024 * 1024,
-                         **kwargs)
+                         _node_ip_address="127.0.0.1", **kwargs)
             else:
                 try:
                     ray.init(address=address, **kwargs)
@@ -170,7 +172,7 @@ class RayLauncher(Launcher):
         att = ra.attempt
         try:
             ray.get(ra.pg.ready(), timeout=READY_TIMEOUT_S)
-            ip, port, pid0 = ray.get(ra.actors[0].rendezvous.remote(), timeout=READY_TIMEOUT_S)
+            ip, port, pid0 = ray.get(ra.actors[0].rendezvous.remote(self.loopback), timeout=READY_TIMEOUT_S)
             refs = []
             for rank, actor in enumerate(ra.actors):
                 cfg = dict(config, rank=rank, world=att.world, master_addr=ip, master_port=port)

@@ -22,21 +22,28 @@ a pure function of (seed, samples done), so a job resumed at another size sees t
 sample stream.
 
 Events go back to the scheduler through ``emit`` (JSON-able dicts): ``started``, ``progress``
-(rank 0: per-iteration times and losses), ``checkpoint``, ``done``, ``stopped`` and
-``error`` (with ``kind`` "user" for an exception from the entry point, "comm" when the
-collective broke because a peer died).
+(rank 0: per-iteration times and losses), ``checkpoint`` (with the file's SHA-256),
+``done``, ``stopped`` and ``error`` (with ``kind`` "user" for an exception from the entry
+point, "comm" when the collective broke because a peer died, "ckpt" when the checkpoint to
+resume from failed verification, "infra" when a checkpoint could not be written).
+Checkpoints: ``ckpt_store`` (atomic, checksummed, loaded with ``weights_only=True``).
+
+Rendezvous: rank 0 binds the PyTorch store's listening socket itself, on ``master_addr``
+(127.0.0.1 locally), and hands it to ``TCPStore(master_listen_fd=...)``; torch's own server
+would bind every interface.
 
 ``python -m ringsched.backends.worker`` is the local backend's *zygote*: it does the slow
 imports once (torch, torch._dynamo) and forks one process per worker on request. A forked
-worker connects back to the launcher over TCP on 127.0.0.1 and speaks JSON lines: events up,
-any line down asks it to checkpoint and stop, and the channel's end (the scheduler died) does
-the same. The zygote reports each worker's pid and exit code on its stdout (``@@ringsched``
+worker connects back to the launcher over TCP on 127.0.0.1, proves it holds its secret
+(``channel``), and speaks JSON lines: events up, any line down asks it to checkpoint and
+stop, and the channel's end (the scheduler died) or SIGTERM does the same. The zygote reports each worker's pid and exit code on its stdout (``@@ringsched``
 lines). A Ray actor runs the same ``run_worker`` with its own event list and stop flag.
 """
 
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import json
 import os
 import sys
@@ -47,10 +54,14 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
+from ringsched.backends import channel, ckpt_store
+
 PREFIX = "@@ringsched "
-CKPT_FORMAT = "ringsched-ckpt/1"
 EXIT_USER_ERROR = 3
 EXIT_COMM_ERROR = 4
+EXIT_CKPT_ERROR = 5  # the checkpoint to resume from failed verification
+EXIT_INFRA_ERROR = 6  # a checkpoint could not be written (disk full, I/O error)
+EXIT_ABORTED = 7  # the launcher refused the connection of a worker it had written off
 
 Emit = Callable[[dict], None]
 
@@ -59,13 +70,8 @@ class EntryError(Exception):
     """The entry point misused the context (a user error)."""
 
 
-def read_ckpt_meta(path: str | Path) -> dict | None:
-    """The JSON sidecar of a checkpoint (step, samples, done), or None; never imports torch."""
-    p = Path(str(path) + ".json")
-    try:
-        return json.loads(p.read_text())
-    except (OSError, ValueError):
-        return None
+class CheckpointWriteError(Exception):
+    """A checkpoint could not be written (an infrastructure failure, not the job's)."""
 
 
 def is_comm_error(e: BaseException) -> bool:
@@ -104,7 +110,9 @@ class TrainContext:
         self.state: dict = {}  # the entry's own state, saved in checkpoints
         self._emit = emit
         self._stop = stop
-        self._ckpt_path = cfg.get("ckpt_path")
+        self._ckpt_dir = cfg.get("ckpt_dir")
+        self._resume = cfg.get("resume")
+        self._saved_step: int | None = None  # the step of the last checkpoint written or resumed from
         self._ckpt_every_s = float(cfg.get("ckpt_every_s", 10.0))
         self._report_every_s = float(cfg.get("report_every_s", 0.5))
         self._model = None
@@ -121,41 +129,36 @@ class TrainContext:
 
     # ------------------------------------------------------------------ checkpoint
     def _load(self) -> None:
-        import torch
-
-        p = self._ckpt_path
-        if not p or not os.path.exists(p):
+        """Restore the checkpoint the journal names (``cfg["resume"]``); nothing else is read."""
+        if not self._resume:
             return
-        blob = torch.load(p, map_location="cpu", weights_only=False)
-        if blob.get("format") != CKPT_FORMAT:
-            raise RuntimeError(f"{p}: not a ringsched checkpoint")
+        blob = ckpt_store.load(self._resume)
         self._blob = blob
         self.step = int(blob["step"])
         self.samples_done = int(blob["samples"])
         self.state = dict(blob.get("state") or {})
         self.resumed = True
+        self._saved_step = self.step
 
     def _save(self, *, done: bool = False) -> None:
-        if self.rank != 0 or not self._ckpt_path or self._model is None:
+        """Rank 0 writes a checkpoint; a periodic one that fails (disk full) is reported and
+        training goes on, a final one that fails ends the attempt (``CheckpointWriteError``)."""
+        if self.rank != 0 or not self._ckpt_dir or self._model is None:
             return
-        import torch
-
+        if not done and self.step == self._saved_step:
+            return  # this very step is checkpointed already (a stop right after a periodic save)
         t0 = time.perf_counter()
-        path = self._ckpt_path
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        blob = {"format": CKPT_FORMAT, "job": self.job, "step": self.step, "samples": self.samples_done,
+        blob = {"format": ckpt_store.CKPT_FORMAT, "job": self.job, "step": self.step, "samples": self.samples_done,
                 "done": done, "world": self.world_size, "model": self._model.state_dict(),
                 "optim": self._opt.state_dict() if self._opt is not None else None, "state": self.state}
-        tmp = f"{path}.tmp{os.getpid()}"
-        torch.save(blob, tmp)
-        os.replace(tmp, path)
-        meta = {"step": self.step, "samples": self.samples_done, "done": done, "attempt": self.attempt,
-                "world": self.world_size, "time": time.time()}
-        with open(tmp + ".json", "w") as f:
-            json.dump(meta, f)
-        os.replace(tmp + ".json", path + ".json")
-        self._emit({"ev": "checkpoint", "step": self.step, "samples": self.samples_done, "done": done,
-                    "path": path, "save_s": round(time.perf_counter() - t0, 4)})
+        try:
+            info = ckpt_store.save(Path(self._ckpt_dir), self.attempt, blob)
+        except OSError as e:
+            self._emit({"ev": "ckpt-failed", "step": self.step, "errno": e.errno, "path": str(self._ckpt_dir),
+                        "error": f"{type(e).__name__}: {e}"[:300]})
+            raise CheckpointWriteError(f"checkpoint at step {self.step} not written: {e.strerror or e}") from None
+        self._saved_step = self.step
+        self._emit(dict(info, ev="checkpoint", save_s=round(time.perf_counter() - t0, 4)))
 
     # ------------------------------------------------------------------ public API
     def prepare(self, model, optimizer=None):
@@ -224,7 +227,10 @@ class TrainContext:
                 return
             if flag[1]:
                 t0 = time.monotonic()
-                self._save()
+                try:
+                    self._save()
+                except CheckpointWriteError:
+                    pass  # reported; the next periodic checkpoint tries again
                 last_ckpt = time.monotonic()
                 saved_s += last_ckpt - t0
             idx = self._indices(dataset_size)
@@ -279,11 +285,49 @@ def resolve_entry(entry: str, paths=()):
     return getattr(importlib.import_module(module), fn)
 
 
+_STORE_SOCKETS: list = []
+
+
+def rendezvous_store(cfg: dict):
+    """The gloo group's key-value store. Rank 0 serves it on a socket it binds itself on
+    ``master_addr`` only (torch's own server would listen on every interface)."""
+    import socket
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    rank, world = int(cfg["rank"]), int(cfg["world"])
+    addr, port = str(cfg["master_addr"]), int(cfg["master_port"])
+    if ipaddress.ip_address(addr).is_loopback:  # gloo's own pair sockets too
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    timeout = timedelta(seconds=float(cfg.get("timeout_s", 120)))
+    if rank != 0:
+        return dist.TCPStore(addr, port, world, False, timeout)
+    family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((addr, port))
+    sock.listen(max(16, world))
+    store = dist.TCPStore(addr, port, world, True, timeout, wait_for_workers=False, master_listen_fd=sock.fileno())
+    _STORE_SOCKETS.append(sock)  # the store serves this descriptor: it stays open for the process's life
+    return store
+
+
+def _error_kind(e: BaseException, stage: str) -> tuple[str, int]:
+    if isinstance(e, ckpt_store.CheckpointError):
+        return "ckpt", EXIT_CKPT_ERROR
+    if isinstance(e, CheckpointWriteError):
+        return "infra", EXIT_INFRA_ERROR
+    if stage == "init" or is_comm_error(e):
+        return "comm", EXIT_COMM_ERROR
+    return "user", EXIT_USER_ERROR
+
+
 def run_worker(cfg: dict, emit: Emit, stop: threading.Event) -> int:
     """One rank of one attempt of a job: join the gloo group, run the entry, report.
 
-    Returns the exit status: 0, EXIT_USER_ERROR or EXIT_COMM_ERROR (an ``error`` event says
-    what happened)."""
+    Returns the exit status: 0, EXIT_USER_ERROR, EXIT_COMM_ERROR, EXIT_CKPT_ERROR or
+    EXIT_INFRA_ERROR (an ``error`` event says what happened)."""
     import torch
     import torch.distributed as dist
 
@@ -291,22 +335,24 @@ def run_worker(cfg: dict, emit: Emit, stop: threading.Event) -> int:
     rank, world = int(cfg["rank"]), int(cfg["world"])
     stage = "init"
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://{cfg['master_addr']}:{cfg['master_port']}",
-                                rank=rank, world_size=world, timeout=timedelta(seconds=float(cfg.get("timeout_s", 120))))
+        store = rendezvous_store(cfg)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
+                                timeout=timedelta(seconds=float(cfg.get("timeout_s", 120))))
+        stage = "entry"  # importing the entry module is the user's code (and may allow-list checkpoint types)
+        fn = resolve_entry(cfg["entry"], cfg.get("paths", ()))
         stage = "setup"
         ctx = TrainContext(cfg, emit, stop)
         emit({"ev": "started", "pid": os.getpid(), "step": ctx.step, "samples": ctx.samples_done})
-        fn = resolve_entry(cfg["entry"], cfg.get("paths", ()))
         stage = "entry"
         fn(ctx)
         ctx.finish()
         return 0
     except BaseException as e:  # noqa: BLE001 - everything is reported, nothing escapes silently
-        comm = stage == "init" or is_comm_error(e)
+        kind, rc = _error_kind(e, stage)
         tb = traceback.format_exception(type(e), e, e.__traceback__)
-        emit({"ev": "error", "kind": "comm" if comm else "user", "error": f"{type(e).__name__}: {e}".strip()[:500],
+        emit({"ev": "error", "kind": kind, "error": f"{type(e).__name__}: {e}".strip()[:500],
               "traceback": "".join(tb)[-4000:]})
-        return EXIT_COMM_ERROR if comm else EXIT_USER_ERROR
+        return rc
     # no destroy_process_group: the process ends right after (a local worker exits, a Ray
     # actor is killed), and tearing down a gloo group whose peers are gone can block
 
@@ -369,6 +415,9 @@ def _child(cmd: dict, inherited: list[int]) -> int:
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     host, port = cmd["channel"]
     sock = socket.create_connection((host, int(port)), timeout=30)
+    f = sock.makefile("r", encoding="utf-8")
+    if not channel.client(sock, f, cmd["key"], cmd["token"], os.getpid()):
+        return EXIT_ABORTED  # written off by the launcher (its zygote died first): touch nothing
     sock.settimeout(None)
     lock = threading.Lock()
 
@@ -380,11 +429,10 @@ def _child(cmd: dict, inherited: list[int]) -> int:
             except OSError:
                 pass
 
-    emit({"key": cmd["key"], "pid": os.getpid()})
     stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a polite kill: checkpoint and stop
 
     def watch() -> None:
-        f = sock.makefile("r")
         try:
             for _ in f:  # any line asks to stop
                 stop.set()
@@ -396,6 +444,7 @@ def _child(cmd: dict, inherited: list[int]) -> int:
     rc = run_worker(cfg, emit, stop)
     sys.stdout.flush()
     sys.stderr.flush()
+    emit({"ev": "bye", "rc": rc})  # the exit code, in case the zygote is no longer there to tell it
     return rc
 
 
@@ -403,13 +452,14 @@ def zygote() -> int:
     """``python -m ringsched.backends.worker``: the local backend's worker factory.
 
     Imports torch once, then forks one process per worker on request (a JSON line
-    ``{"key", "cfg", "channel": [host, port]}`` on stdin), reports ``forked`` (key, pid) and
+    ``{"key", "token", "cfg", "channel": [host, port]}`` on stdin), reports ``forked`` (key, pid) and
     ``child-exit`` (pid, rc) on stdout, and at the end of stdin waits for its children (they see
     their channel end, checkpoint and exit) and exits."""
     import select
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the scheduler's: it stops the jobs, then us
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is SIGTERM (to the process group): we end at stdin's end
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     out_fd = os.dup(1)

@@ -16,9 +16,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ringsched.backends import signals
+from ringsched.backends.journal import StateWriteError
+from ringsched.backends.state_lock import StateLock
 from ringsched.errors import InputError
 
 BACKENDS = ("local", "ray")
+EXIT_STATE_ERROR = 3  # the state directory refused a write, or the backend cannot run workers
 
 
 class RunProgress:
@@ -108,9 +112,8 @@ def run(
 ) -> None:
     """Run jobs for real: the policy decides workers and placements every slot; jobs are PyTorch
     DDP (gloo) processes that checkpoint and restart when resized."""
-    from ringsched.backends.controller import Controller, RunConfig, check_journal
+    from ringsched.backends.controller import LauncherError, RunConfig
     from ringsched.backends.jobs_file import load_jobs
-    from ringsched.backends.journal import Journal
     from ringsched.cluster.model import load_cluster
     from ringsched.policies import make_policy
 
@@ -133,29 +136,14 @@ def run(
         state_dir = Path(tmp)
     err = Console(stderr=True)
     prog = RunProgress(err)
-    journal = Journal(state_dir)
-    launcher = None
     try:
-        check_journal(journal, run_jobs, cluster)  # before starting any worker
-        if backend == "local":
-            from ringsched.backends.local import LocalLauncher
-
-            launcher = LocalLauncher(state_dir)
-        else:
-            from ringsched.backends.ray_backend import RayLauncher
-
-            launcher = RayLauncher(cl, state_dir, address=address)
-        ctl = Controller(run_jobs, cl, cluster, pol, launcher, journal,
-                         RunConfig(slot_s=slot_s, ckpt_every_s=checkpoint_s), jobs_source=jobs,
-                         notify=prog.notify, on_tick=prog.tick)
-        summary = ctl.run()
-    except BaseException:
-        if launcher is not None:
-            launcher.close()
-        raise
+        summary = _run_locked(state_dir, backend, cl, cluster, pol, run_jobs, jobs, address,
+                              RunConfig(slot_s=slot_s, ckpt_every_s=checkpoint_s), prog)
+    except (StateWriteError, LauncherError) as e:
+        err.print(f"ringsched: error: {escape(str(e))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_STATE_ERROR) from None
     finally:
         prog.close()
-        journal.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     if tmp is not None:
@@ -164,7 +152,50 @@ def run(
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
         print_summary(summary, Console())
+    raise typer.Exit(exit_code(summary))
+
+
+def exit_code(summary: dict) -> int:
+    """0: every job completed; 1: a job failed, was rejected or never ran; 128 + signal when a
+    signal ended the run (130 SIGINT, 143 SIGTERM: running jobs were checkpointed first)."""
     if summary["interrupted"]:
-        raise typer.Exit(130)
-    if summary["failed"] or summary["unfinished"]:
-        raise typer.Exit(1)
+        return signals.exit_code(summary["interrupted"])
+    if summary["failed"] or summary["rejected"] or summary["unfinished"]:
+        return 1
+    return 0
+
+
+def _run_locked(state_dir: Path, backend: str, cl, cluster_spec: str, pol, run_jobs, jobs_source: str,
+                address: str | None, cfg, prog: RunProgress) -> dict:
+    """Take the state directory's lock before reading anything in it, open (check) the
+    journal, check it belongs to this run, then start workers and run."""
+    from ringsched.backends.controller import Controller, check_journal
+    from ringsched.backends.journal import Journal
+
+    lock = StateLock(state_dir).acquire()
+    previous = signals.terminate_gracefully()
+    launcher = None
+    journal = None
+    try:
+        journal = Journal(state_dir)
+        check_journal(journal, run_jobs, cluster_spec)  # before starting any worker
+        if backend == "local":
+            from ringsched.backends.local import LocalLauncher
+
+            launcher = LocalLauncher(state_dir)
+        else:
+            from ringsched.backends.ray_backend import RayLauncher
+
+            launcher = RayLauncher(cl, state_dir, address=address)
+        ctl = Controller(run_jobs, cl, cluster_spec, pol, launcher, journal, cfg, jobs_source=jobs_source,
+                         notify=prog.notify, on_tick=prog.tick)
+        return ctl.run()
+    except BaseException:
+        if launcher is not None:
+            launcher.close()
+        raise
+    finally:
+        signals.restore(previous)
+        if journal is not None:
+            journal.close()
+        lock.release()

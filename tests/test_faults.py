@@ -1,0 +1,615 @@
+"""The fault suite of real execution (issue 20): two schedulers on one state, damaged journals,
+corrupt and crafted checkpoints, lying sidecars, a full disk, and real runs whose scheduler,
+zygote and workers are killed at random (seeded) points. Asserted every time: no job lost
+(every one completes exactly once), none run twice (one live attempt per job at any time),
+progress never overstated (never above the job's work, never above what a checkpoint holds).
+
+Every injected fault is counted (``FAULTS``) and the totals are printed at the end of the
+module (``pytest -s``). Real runs are marked ``backend``.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import os
+import pickle
+import random
+import shutil
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ringsched.backends import ckpt_store, faults
+from ringsched.backends.journal import Journal, StateWriteError
+from ringsched.backends.journal_check import JournalDamaged
+from ringsched.backends.state_lock import StateLock, StateLocked
+
+FAULTS: collections.Counter = collections.Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fault_totals():
+    yield
+    print(f"\ninjected faults: {sum(FAULTS.values())} {dict(sorted(FAULTS.items()))}")
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------------- one owner per state
+HOLD = ("import sys, time; from ringsched.backends.state_lock import StateLock; "
+        "StateLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(120)")
+
+
+def hold_lock(state: Path) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(state)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "locked"
+    return p
+
+
+def test_second_scheduler_refuses_naming_the_owner(tmp_path, cli):
+    owner = hold_lock(tmp_path)
+    try:
+        with pytest.raises(StateLocked, match=f"pid {owner.pid} on host"):
+            StateLock(tmp_path).acquire()
+        FAULTS["two schedulers, one state"] += 1
+        code, out, err = cli("run", "--jobs", "demo:1", "--state", str(tmp_path))
+        FAULTS["two schedulers, one state"] += 1
+        assert code == 2 and len(err.strip().splitlines()) == 1 and f"pid {owner.pid}" in err, err
+        assert not (tmp_path / "journal.sqlite").exists()  # refused before anything was read or made
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+def test_stale_lock_of_a_dead_owner_is_taken_over(tmp_path):
+    owner = hold_lock(tmp_path)
+    owner.kill()  # SIGKILL: no chance to clean up; the lock file stays, naming it
+    owner.wait()
+    FAULTS["dead lock owner"] += 1
+    assert json.loads((tmp_path / "ringsched.lock").read_text())["pid"] == owner.pid
+    lock = StateLock(tmp_path).acquire()
+    assert lock.previous_owner["pid"] == owner.pid
+    assert json.loads((tmp_path / "ringsched.lock").read_text())["pid"] == os.getpid()
+    lock.release()
+
+
+# ---------------------------------------------------------------------------- a journal that knows it is damaged
+def make_journal(state: Path, events: int = 200, close: bool = True) -> Journal:
+    j = Journal(state)
+    j.set_meta(jobs_digest="abc", cluster="2x2", clock_s=5.0)
+    for i in range(events):
+        j.event(float(i), "job", "kind", "detail " * 20)
+    if close:
+        j.close()
+    return j
+
+
+def killed_run_copy(tmp_path: Path) -> Path:
+    """The state of a scheduler killed mid-run: its journal files copied while it is open."""
+    live = tmp_path / "live"
+    j = make_journal(live, close=False)
+    dead = tmp_path / "dead"
+    shutil.copytree(live, dead)
+    j.db.close()
+    assert (dead / "journal.sqlite-wal").stat().st_size > 0
+    return dead
+
+
+def damage_random_bytes(state: Path, rng: random.Random) -> None:
+    (state / "journal.sqlite").write_bytes(rng.randbytes(rng.randrange(1, 20000)))
+
+
+def damage_zero_length(state: Path, rng: random.Random) -> None:
+    (state / "journal.sqlite").write_bytes(b"")
+
+
+def damage_truncated(state: Path, rng: random.Random) -> None:
+    p = state / "journal.sqlite"
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+
+
+def damage_page(state: Path, rng: random.Random) -> None:
+    """A few bytes of a closed journal changed (SQLite's own check may not see row data)."""
+    p = state / "journal.sqlite"
+    data = bytearray(p.read_bytes())
+    off = rng.randrange(4096, len(data) - 16)
+    data[off:off + 8] = bytes(b ^ 0xFF for b in data[off:off + 8])
+    p.write_bytes(bytes(data))
+
+
+def damage_schema(state: Path, rng: random.Random) -> None:
+    db = sqlite3.connect(state / "journal.sqlite")
+    db.execute("UPDATE meta SET value='99' WHERE key='schema'")
+    db.commit()
+    db.close()
+    (state / "journal.sqlite.seal").unlink()
+
+
+@pytest.mark.parametrize("damage, seeds", [(damage_random_bytes, 5), (damage_zero_length, 1), (damage_truncated, 1),
+                                            (damage_page, 6), (damage_schema, 1)])
+def test_damaged_closed_journal_is_refused(tmp_path, cli, damage, seeds):
+    for seed in range(seeds):
+        state = tmp_path / f"s{seed}"
+        make_journal(state)
+        damage(state, random.Random(seed))
+        FAULTS[f"journal: {damage.__name__}"] += 1
+        before = sha(state / "journal.sqlite")
+        with pytest.raises(JournalDamaged, match="damaged.*new --state"):
+            Journal(state)
+        code, out, err = cli("run", "--jobs", "demo:1", "--state", str(state))
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "damaged" in err, err
+        assert sha(state / "journal.sqlite") == before  # never replaced, never repaired behind the user's back
+
+
+def test_garbage_in_the_wal_of_a_killed_run_is_refused(tmp_path):
+    rng = random.Random(7)
+    for n, where in enumerate(("header", "frames", "all")):
+        state = killed_run_copy(tmp_path / where)
+        wal = state / "journal.sqlite-wal"
+        data = bytearray(wal.read_bytes())
+        if where == "header":
+            data[:32] = rng.randbytes(32)
+        elif where == "frames":  # frames in the middle: SQLite would silently drop every later commit
+            page = struct.unpack(">I", data[8:12])[0]
+            start = 32 + 3 * (24 + page)
+            data[start:start + 2 * (24 + page)] = rng.randbytes(2 * (24 + page))
+        else:
+            data = bytearray(rng.randbytes(len(data)))
+        wal.write_bytes(bytes(data))
+        FAULTS[f"journal: WAL garbage ({where})"] += 1
+        with pytest.raises(JournalDamaged, match="write-ahead log"):
+            Journal(state)
+
+
+def test_killed_run_with_an_intact_wal_opens_with_all_its_commits(tmp_path):
+    state = killed_run_copy(tmp_path)
+    FAULTS["scheduler killed (journal open)"] += 1
+    j = Journal(state)
+    assert j.meta()["jobs_digest"] == "abc" and len(j.db.execute("SELECT * FROM events").fetchall()) == 200
+    j.close()
+
+
+def test_disk_full_gives_one_error_keeps_last_state_and_leaves_no_partial_file(tmp_path, monkeypatch):
+    """On a 2 MB tmpfs when this process may mount one; else SQLite's own SQLITE_FULL (a page
+    limit) for the journal and ENOSPC injected into the checkpoint's fsync."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+                                                    capture_output=True).returncode == 0
+    try:
+        state = mnt / "state"
+        j = Journal(state)
+        j.set_meta(jobs_digest="abc", cluster="2x2")
+        if not mounted:
+            j.db.execute("PRAGMA max_page_count=64")
+        written = 0
+        with pytest.raises(StateWriteError, match="free space"):
+            for i in range(100_000):
+                j.event(float(i), "job", "kind", "x" * 2000)
+                written = i + 1
+        FAULTS["disk full: journal"] += 1
+        if not mounted:
+            def no_space(fd):
+                raise OSError(28, "No space left on device")
+            monkeypatch.setattr(ckpt_store.os, "fsync", no_space)
+        with pytest.raises(OSError):  # a checkpoint that does not fit: nothing half written is left
+            ckpt_store.write_atomic(state / "ckpt" / "job" / "a1-s1.pt", os.urandom(4 << 20))
+        FAULTS["disk full: checkpoint"] += 1
+        monkeypatch.undo()
+        assert list((state / "ckpt" / "job").iterdir()) == []
+        j.db.close()
+        j2 = Journal(state)  # the last complete write is there, and the journal is whole
+        assert j2.db.execute("SELECT COUNT(*) FROM events").fetchone()[0] == written
+        j2.close()
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(mnt)], check=False)
+
+
+# ---------------------------------------------------------------------------- checkpoints
+class Payload:
+    """Unpickling this runs a shell command (what a crafted checkpoint would do)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def crafted_checkpoint(path: Path, marker: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps({"format": ckpt_store.CKPT_FORMAT, "model": Payload(marker), "step": 1,
+                                   "samples": 64}))
+
+
+def test_crafted_checkpoint_does_not_execute(tmp_path):
+    pt, marker = tmp_path / "a1-s1.pt", tmp_path / "PWNED"
+    crafted_checkpoint(pt, marker)
+    FAULTS["checkpoint: crafted pickle"] += 1
+    with pytest.raises(ckpt_store.CheckpointError, match="weights_only"):
+        ckpt_store.load({"path": str(pt), "sha256": sha(pt), "step": 1, "samples": 64})
+    assert not marker.exists()
+
+
+def test_checkpoint_round_trip_and_verification(tmp_path):
+    import torch
+
+    net = torch.nn.Linear(3, 2)
+    opt = torch.optim.Adam(net.parameters())
+    net(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    blob = {"format": ckpt_store.CKPT_FORMAT, "job": "j", "step": 7, "samples": 448, "done": False, "world": 2,
+            "model": net.state_dict(), "optim": opt.state_dict(), "state": {"best": 0.5, "tags": ["a"]}}
+    info = ckpt_store.save(tmp_path, 3, blob)
+    assert Path(info["path"]).name == "a3-s7.pt" and info["sha256"] == sha(Path(info["path"]))
+    back = ckpt_store.load(info)
+    assert back["samples"] == 448 and torch.equal(back["model"]["weight"], net.state_dict()["weight"])
+    FAULTS["checkpoint: flipped bytes"] += 1
+    raw = bytearray(Path(info["path"]).read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    Path(info["path"]).write_bytes(bytes(raw))
+    with pytest.raises(ckpt_store.CheckpointError, match="checksum"):
+        ckpt_store.load(info)
+    FAULTS["checkpoint: journal/blob mismatch"] += 1
+    info2 = ckpt_store.save(tmp_path, 3, dict(blob, step=8))
+    with pytest.raises(ckpt_store.CheckpointError, match="differ"):
+        ckpt_store.load(dict(info2, samples=10**12))
+
+
+def ckpt_row(seq: int, path: Path, samples: float, *, done: int = 0, bad: int = 0) -> dict:
+    path.write_bytes(f"checkpoint {seq}".encode())
+    return {"seq": seq, "path": str(path), "samples": samples, "step": seq, "done": done, "bad": bad,
+            "sha256": sha(path)}
+
+
+def test_corrupt_newest_checkpoint_falls_back_to_the_previous_good_one(tmp_path):
+    rows = [ckpt_row(i, tmp_path / f"a1-s{i}.pt", 100.0 * i) for i in (1, 2, 3)]
+    assert ckpt_store.choose(rows).row["seq"] == 3
+    Path(rows[2]["path"]).write_bytes(b"torn")
+    FAULTS["checkpoint: corrupt newest"] += 1
+    c = ckpt_store.choose(rows)
+    assert c.row["seq"] == 2 and [r["seq"] for r in c.bad] == [3] and c.samples == 200.0
+    os.unlink(rows[1]["path"])
+    FAULTS["checkpoint: missing"] += 1
+    assert ckpt_store.choose(rows).row["seq"] == 1
+    rows[0]["bad"] = 1
+    assert ckpt_store.choose(rows).row is None  # from scratch: nothing good is left
+
+
+def test_prune_keeps_the_last_two_good_checkpoints(tmp_path):
+    rows = [ckpt_row(i, tmp_path / f"a1-s{i}.pt", 100.0 * i) for i in range(1, 6)]
+    ckpt_store.prune(rows)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a1-s4.pt", "a1-s5.pt"]
+
+
+def sidecar(folder: Path, attempt: int, step: int, samples: int, done: bool, *, good_hash: bool = True) -> Path:
+    pt = folder / f"a{attempt}-s{step}.pt"
+    pt.parent.mkdir(parents=True, exist_ok=True)
+    pt.write_bytes(os.urandom(64))
+    info = {"path": str(pt), "sha256": sha(pt) if good_hash else "0" * 64, "bytes": 64, "step": step,
+            "samples": samples, "done": done, "attempt": attempt}
+    Path(str(pt) + ".json").write_text(json.dumps(info))
+    return pt
+
+
+@pytest.mark.parametrize("attempt, samples, done, good_hash, adopted", [
+    (5, 370_944, True, True, {"samples": 370_944, "done": False}),  # done is not believed short of the work
+    (5, 10**12, False, True, None),  # more than the work: a lie
+    (5, 100, False, True, None),  # not beyond what the journal already has
+    (4, 200_000, False, True, None),  # an attempt the journal did not leave open
+    (5, 200_000, False, False, None),  # its file is not what it says
+    (5, 480_000 + 32, True, True, {"samples": 480_032, "done": True}),
+])
+def test_sidecar_is_a_hint_never_the_truth(tmp_path, attempt, samples, done, good_hash, adopted):
+    sidecar(tmp_path, attempt, 9, samples, done, good_hash=good_hash)
+    FAULTS["checkpoint: lying sidecar"] += adopted is None or adopted["done"] != done
+    got = ckpt_store.adoptable(tmp_path, {5: 64}, 1000.0, 480_000)
+    if adopted is None:
+        assert got is None
+    else:
+        assert {k: got[k] for k in adopted} == adopted
+
+
+# ---------------------------------------------------------------------------- failure classes
+@pytest.mark.parametrize("exits, errors, hint, outcome, fault", [
+    ({0: 0, 1: 0}, [], "done", "done", None),
+    ({0: 0, 1: 0}, [], "stopped", "stopped", None),
+    ({0: 3, 1: 4}, [{"kind": "user", "error": "ValueError: x", "rank": 0},
+                    {"kind": "comm", "error": "Connection reset", "rank": 1}], None, "failed", "user"),
+    ({0: 4, 1: -9}, [{"kind": "comm", "error": "Connection closed by peer", "rank": 0}], None, "infra", "infra"),
+    ({0: faults.ZYGOTE_LOST}, [], None, "infra", "infra"),
+    ({0: -11}, [], None, "crashed", "crash"),
+    ({0: 1}, [], None, "crashed", "crash"),
+    ({0: 5}, [{"kind": "ckpt", "error": "checksum differs", "rank": 0}], None, "infra", "infra"),
+    ({0: -15, 1: 0}, [], "stopped", "infra", "infra"),
+])
+def test_failures_are_told_apart(exits, errors, hint, outcome, fault):
+    end = faults.classify(exits, errors, hint)
+    assert (end.outcome, end.fault) == (outcome, fault)
+
+
+def test_backoff_doubles_and_is_capped():
+    assert [faults.backoff_s(n) for n in (1, 2, 3, 4, 10)] == [1.0, 2.0, 4.0, 8.0, 30.0]
+
+
+# ---------------------------------------------------------------------------- real runs under fire
+import proc_watch  # noqa: E402 - test helper next to this file
+
+from test_backends import by_job, query  # noqa: E402
+
+CHAOS_SEED = 20
+CHAOS_JOBS = "demo:3,scale=0.15"
+RUN_ARGS = ["--cluster", "2x2", "--jobs", CHAOS_JOBS, "--policy", "optimus", "--slot-s", "2", "--checkpoint-s", "1"]
+
+
+def run_cmd(state: Path) -> list[str]:
+    return [sys.executable, "-m", "ringsched.cli.main", "run", *RUN_ARGS, "--state", str(state), "--json"]
+
+
+class Watch:
+    """Samples a live run: one attempt per job at any moment (journal and processes), progress
+    within the work, and only loopback listening sockets."""
+
+    def __init__(self, state: Path, work: dict[str, int]):
+        self.state, self.work = state, work
+        self.listeners: set[tuple[str, int]] = set()
+        self.samples = 0
+
+    def check(self, scheduler_pid: int | None) -> None:
+        self.samples += 1
+        live = proc_watch.workers(self.state)
+        per_job = collections.defaultdict(set)
+        for job, attempt in live.values():
+            per_job[job].add(attempt)
+        assert all(len(a) == 1 for a in per_job.values()), f"a job runs twice: {dict(per_job)}"
+        open_rows = query(self.state, "SELECT job_id, COUNT(*) AS n FROM attempts WHERE ended_s IS NULL GROUP BY job_id")
+        assert all(r["n"] == 1 for r in open_rows), open_rows
+        for r in query(self.state, "SELECT job_id, MAX(samples) AS s FROM checkpoints GROUP BY job_id"):
+            assert r["s"] <= self.work[r["job_id"]], r
+        for r in query(self.state, "SELECT job_id, done_samples, ckpt_samples FROM jobs"):
+            assert max(r["done_samples"], r["ckpt_samples"]) <= self.work[r["job_id"]], r
+        mine = list(live) + ([scheduler_pid] if scheduler_pid else [])
+        mine += proc_watch.zygotes(scheduler_pid) if scheduler_pid else []
+        for pid, addr, port in proc_watch.listening(mine):
+            assert proc_watch.is_loopback(addr), f"pid {pid} listens on {addr}:{port}"
+            self.listeners.add((addr, port))
+
+
+def watch_for(seconds: float, watch: Watch, proc: subprocess.Popen | None = None, until=None) -> bool:
+    """Sample ``watch`` for up to ``seconds``; True as soon as ``until()`` holds (or the
+    scheduler exited)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = proc is not None and proc.poll() is None
+        watch.check(proc.pid if alive else None)
+        if (until is not None and until()) or (proc is not None and not alive):
+            return True
+        time.sleep(0.3)
+    return False
+
+
+def kill_a_worker(state: Path, rng: random.Random) -> bool:
+    live = sorted(proc_watch.workers(state))
+    if not live:
+        return False
+    os.kill(rng.choice(live), signal.SIGKILL)
+    return True
+
+
+def poison_newest_checkpoint(state: Path, marker: Path) -> str | None:
+    """Between two schedulers: the newest journaled checkpoint of an unfinished job becomes a
+    crafted pickle (same name), and the sidecars that could be adopted instead are removed.
+    Returns the job, or None when no unfinished job has two good checkpoints (the last two are
+    kept: after one fallback only one is left until the next checkpoint)."""
+    for r in query(state, "SELECT job_id FROM jobs WHERE status NOT IN ('completed', 'failed') ORDER BY job_id"):
+        rows = query(state, "SELECT * FROM checkpoints WHERE job_id=? AND bad=0 AND done=0 ORDER BY seq",
+                     (r["job_id"],))
+        if len(rows) >= 2 and all(ckpt_store.sha256_file(r["path"]) == r["sha256"] for r in rows[-2:]):
+            crafted_checkpoint(Path(rows[-1]["path"]), marker)
+            for side in (state / "ckpt" / r["job_id"]).glob("*.json"):
+                side.unlink()
+            return r["job_id"]
+    return None
+
+
+def lie_in_a_sidecar(state: Path) -> bool:
+    """A sidecar of a still-open attempt claims the job is done at 10^12 samples."""
+    rows = query(state, "SELECT id, job_id FROM attempts WHERE ended_s IS NULL ORDER BY id")
+    if not rows:
+        return False
+    a = rows[0]
+    sidecar(state / "ckpt" / a["job_id"], a["id"], 10**6, 10**12, True)
+    return True
+
+
+@pytest.mark.backend
+def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path):
+    """One run of three demo jobs, seeded: workers and zygotes SIGKILLed at random moments, a
+    second scheduler started on the same state twice, the scheduler itself killed three times
+    (SIGKILL, SIGTERM, SIGINT, SIGKILL) and restarted, its newest checkpoint replaced by a crafted
+    pickle and a sidecar made to lie in between. Then it must finish with every job completed
+    once, exactly its work, and the invariants held at every sample along the way."""
+    rng = random.Random(CHAOS_SEED)
+    state, marker = tmp_path / "state", tmp_path / "PWNED"
+    from ringsched.backends.jobs_file import load_jobs
+
+    work = {j.name: j.work_samples for j in load_jobs(CHAOS_JOBS)}
+    watch = Watch(state, work)
+    scheduler_kills = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGKILL]
+    poisoned: dict[str, tuple[float, int]] = {}  # job -> (samples of the checkpoint before, last attempt id)
+    summary = None
+    for life in range(len(scheduler_kills) + 1):
+        log = open(tmp_path / f"life{life}.err", "w")  # noqa: SIM115
+        out = open(tmp_path / f"life{life}.out", "w")  # noqa: SIM115
+        proc = subprocess.Popen(run_cmd(state), stdout=out, stderr=log)
+        try:
+            last = life == len(scheduler_kills)
+            actions = rng.randint(4, 6) if not last else 8
+            for n in range(actions):
+                watch_for(rng.uniform(1.0, 3.0), watch, proc)
+                if proc.poll() is not None:
+                    break
+                what = rng.choice(["worker"] * 4 + ["zygote", "second"]) if n else "worker"
+                if what == "worker" and kill_a_worker(state, rng):
+                    FAULTS["real run: worker SIGKILL"] += 1
+                elif what == "zygote":
+                    for z in proc_watch.zygotes(proc.pid):
+                        os.kill(z, signal.SIGKILL)
+                        FAULTS["real run: zygote SIGKILL"] += 1
+                elif what == "second":
+                    p2 = subprocess.run(run_cmd(state), capture_output=True, text=True, timeout=120)
+                    FAULTS["real run: second scheduler"] += 1
+                    if p2.returncode == 0:  # the first one had just finished: the second found nothing to do
+                        assert proc.poll() == 0 and json.loads(p2.stdout)["completed"] == len(work), p2.stderr
+                        continue
+                    assert p2.returncode == 2 and f"pid {proc.pid}" in p2.stderr, p2.stderr
+                    assert len(p2.stderr.strip().splitlines()) == 1
+            if last:
+                proc.wait(timeout=400)
+            elif proc.poll() is None:
+                sig = scheduler_kills[life]
+                proc.send_signal(sig)
+                FAULTS[f"real run: scheduler {signal.Signals(sig).name}"] += 1
+                rc = proc.wait(timeout=120)
+                if sig in (signal.SIGTERM, signal.SIGINT):  # checkpointed and closed: nothing left open
+                    assert rc == 128 + sig, (tmp_path / f"life{life}.err").read_text()[-2000:]
+                    assert query(state, "SELECT id FROM attempts WHERE ended_s IS NULL") == []
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+            out.close()
+        if life < len(scheduler_kills):  # let the dead scheduler's workers finish, then tamper
+            assert watch_for(60, watch, until=lambda: not proc_watch.workers(state))
+            job = poison_newest_checkpoint(state, marker)
+            if job:
+                FAULTS["real run: crafted checkpoint"] += 1
+                rows = query(state, "SELECT samples FROM checkpoints WHERE job_id=? AND bad=0 AND done=0 "
+                                    "ORDER BY seq", (job,))
+                last_id = query(state, "SELECT MAX(id) AS m FROM attempts")[0]["m"]
+                poisoned[job] = (rows[-2]["samples"], last_id)
+            if lie_in_a_sidecar(state):
+                FAULTS["real run: lying sidecar"] += 1
+    summary = json.loads((tmp_path / f"life{len(scheduler_kills)}.out").read_text())
+    err = (tmp_path / f"life{len(scheduler_kills)}.err").read_text()
+    assert proc.returncode == 0, err[-3000:]
+    assert not marker.exists(), "a crafted checkpoint ran code"
+    jobs = by_job(summary)
+    for name, j in jobs.items():  # nothing lost, nothing completed twice, exactly the work
+        assert j["status"] == "completed" and j["completions"] == 1, (name, j, err[-2000:])
+        assert j["done_samples"] == j["work_samples"] == work[name]
+        assert j["crashes"] == 0  # every fault here was infrastructure: none counted against the job
+    attempts = query(state, "SELECT * FROM attempts ORDER BY id")
+    for name in work:  # none run twice: a job's attempts never overlap in time
+        mine = [a for a in attempts if a["job_id"] == name]
+        for a, b in zip(mine, mine[1:]):
+            assert a["ended_s"] is not None and a["ended_s"] <= b["started_s"] + 1e-6, (a, b)
+        for a in mine:  # an attempt never ends before its own checkpoints (the clock resumed after them)
+            last_ckpt = query(state, "SELECT MAX(t_s) AS t FROM checkpoints WHERE attempt_id=?", (a["id"],))[0]["t"]
+            assert last_ckpt is None or a["ended_s"] >= last_ckpt, a
+        for a in mine:  # never overstated: an attempt starts from a checkpoint the journal holds
+            ok = {0.0} | {c["samples"] for c in query(state, "SELECT samples FROM checkpoints WHERE job_id=? "
+                                                             "AND t_s <= ?", (name, a["started_s"] + 1e-6))}
+            assert a["start_samples"] in ok, a
+    for job, (fallback, last_id) in poisoned.items():  # the crafted one was refused; resumed from the one before
+        assert query(state, "SELECT seq FROM checkpoints WHERE job_id=? AND bad=1", (job,)), job
+        after = [a for a in attempts if a["job_id"] == job and a["id"] > last_id]
+        assert after and after[0]["start_samples"] == fallback, (job, fallback, after[:1])
+    assert watch.listeners, "no listening socket was ever seen: the socket check saw nothing"
+    print(f"\nchaos: {watch.samples} samples; listening sockets seen: {sorted(watch.listeners)}")
+
+
+@pytest.mark.backend
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
+def test_real_run_on_a_full_disk_stops_cleanly_and_resumes_after(tmp_path):
+    """A run whose state directory is a 3 MB tmpfs: the disk fills (checkpoints, journal), the
+    run ends with exit 3 and one error line, no temporary file is left, the journal opens
+    whole; with space given back the same --state finishes every job exactly once."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        state = mnt / "state"
+        p = subprocess.run(run_cmd(state), capture_output=True, text=True, timeout=300)
+        FAULTS["real run: disk full"] += 1
+        errors = [ln for ln in p.stderr.splitlines() if ln.startswith("ringsched: error:")]
+        assert p.returncode == 3, p.stderr[-3000:]
+        assert len(errors) == 1 and "free space" in errors[0] and "Traceback" not in p.stderr, p.stderr[-3000:]
+        leftovers = [str(f) for f in state.rglob("*") if ".tmp" in f.name or ".new" in f.name]
+        assert leftovers == []
+        j = Journal(state)  # whole: opens, integrity check passes
+        j.db.close()
+        subprocess.run(["mount", "-o", "remount,size=256m", str(mnt)], check=True)
+        p2 = subprocess.run(run_cmd(state), capture_output=True, text=True, timeout=300)
+        assert p2.returncode == 0, p2.stderr[-3000:]
+        for j in json.loads(p2.stdout)["jobs"]:
+            assert j["status"] == "completed" and j["completions"] == 1 and j["done_samples"] == j["work_samples"]
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+# ---------------------------------------------------------------------------- the worker channel
+def handshake(token_of, key: str, token: str) -> tuple[str | None, bool]:
+    """One handshake over a socket pair: (what the launcher authenticated, what the worker heard)."""
+    import socket
+    import threading
+
+    from ringsched.backends import channel
+
+    a, b = socket.socketpair()
+    got = {}
+
+    def launcher_side():
+        got["key"] = channel.server(a, a.makefile("r"), token_of)
+        a.sendall(b"ok\n" if got["key"] else b"no\n")
+
+    t = threading.Thread(target=launcher_side)
+    t.start()
+    heard = channel.client(b, b.makefile("r"), key, token, 1234)
+    t.join(5)
+    a.close()
+    b.close()
+    return got["key"], heard
+
+
+def test_worker_channel_needs_the_worker_secret():
+    from ringsched.backends import channel
+
+    key, token = channel.new_secret()
+    tokens = {key: token}
+    assert handshake(tokens.get, key, token) == (key, True)
+    FAULTS["channel: wrong secret"] += 1
+    assert handshake(tokens.get, key, channel.new_secret()[1]) == (None, False)
+    FAULTS["channel: unknown key"] += 1
+    assert handshake(tokens.get, "1234-1", token) == (None, False)  # the old guessable <pid>-<seq> form
+    k2, t2 = channel.new_secret()
+    assert (k2, t2) != (key, token) and len(bytes.fromhex(t2)) == 32
+
+
+def test_a_zygote_that_cannot_start_ends_the_run(tmp_path):
+    from ringsched.backends.controller import LauncherError
+    from ringsched.backends.local import ZYGOTE_MAX_EARLY_DEATHS, LocalLauncher
+
+    launcher = LocalLauncher(tmp_path, python="/bin/false")  # dies at once, every time
+    try:
+        with pytest.raises(LauncherError, match="before it was ready"):
+            for _ in range(ZYGOTE_MAX_EARLY_DEATHS + 1):
+                launcher.zygote.wait()
+                FAULTS["zygote dies before ready"] += 1
+                launcher._ensure_zygote()
+        assert launcher.zygote_restarts == ZYGOTE_MAX_EARLY_DEATHS - 1
+    finally:
+        launcher.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import typer
 
 from ringsched.experiment.config import SimulatorSettings, TraceSettings, build, load_config, with_overrides
@@ -62,9 +61,9 @@ def simulator_settings(p: dict) -> SimulatorSettings:
 
 
 def given_on_command_line(ctx: typer.Context) -> set[str]:
+    """The parameters the user gave (typer ships its own click: compare by the source's name)."""
     return {name for name in ctx.params
-            if ctx.get_parameter_source(name) in (click.core.ParameterSource.COMMANDLINE,
-                                                  click.core.ParameterSource.ENVIRONMENT)}
+            if getattr(ctx.get_parameter_source(name), "name", "") in ("COMMANDLINE", "ENVIRONMENT")}
 
 
 def merge_config(ctx: typer.Context, config: Path, kind, fields: dict[str, str], convert: dict | None = None):

@@ -50,8 +50,10 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 @app.command("policies", epilog="Example: ringsched policies")
 def policies() -> None:
     """List the scheduling policies (built in, and from installed packages' ringsched.policies entry points)."""
+    from ringsched.experiment.plugins import load_policy_plugins
     from ringsched.policies import policy_class, policy_names
 
+    load_policy_plugins()
     for name in policy_names():
         cls = policy_class(name)
         doc = (cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or "").strip()

@@ -100,12 +100,11 @@ def simulate(
     from ringsched.experiment.objectives import parse_objective
     from ringsched.experiment.run import run_one
     from ringsched.experiment.workload import describe_workload
-    from ringsched.policies.registry import parse_policy
 
     t0 = time.perf_counter()
     if admission is not None:
         policy += ("," if ":" in policy else ":") + f"admission={admission}"
-    parse_policy(policy)  # unknown policy or option -> one line, exit 2
+    (policy,) = w.parse_policies([policy])  # unknown policy or option -> one line, exit 2
     obj = parse_objective(objective)
     cfg = w.simulator_settings(dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
                                     mttr=mttr, contention=contention, horizon_s=horizon_s)).sim_config(seed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -260,3 +261,41 @@ def test_bad_config_file_is_one_line_naming_file_and_field(cli, tmp_path, text, 
     code, _, err = cli("compare", "--config", cfg, "--out", tmp_path / "o")
     assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
+
+
+def test_table_fits_100_columns_with_every_header_whole(compare_all):
+    """All 9 policies rendered at width 100 (what a pipe gets): no line longer, every shown
+    column's header intact on its line, no cell cut, user strings not read as markup."""
+    from rich.console import Console
+
+    from ringsched.reports import TABLE_METRICS
+    from ringsched.reports.terminal import compare_table
+
+    out, r = compare_all
+    summary = pd.read_csv(out / "summary.csv")
+    console = Console(width=100, record=True, color_system=None)
+    console.print(compare_table(summary, "synthetic:100 :100: [bold]x[/bold] title", 100))
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 100 and "…" not in text
+    header = next(line for line in lines if line.lstrip().startswith("policy"))
+    shown = [m.head for m in TABLE_METRICS if f"  {m.head}" in header]
+    assert len(shown) >= 6 and [m.head for m in TABLE_METRICS][: len(shown)] == shown  # most important first
+    assert ":100: [bold]x[/bold]" in text  # no emoji, no markup from the user's string
+    # and the command's own stdout, piped: the same width
+    assert max(map(len, r.stdout.splitlines())) <= 100
+
+
+def test_every_command_has_an_example_and_a_version(cli):
+    for args in (["--help"], ["simulate", "--help"], ["compare", "--help"], ["sweep", "--help"], ["run", "--help"],
+                 ["optimum-check", "--help"], ["policies", "--help"], ["demo", "--help"], ["model", "--help"],
+                 ["model", "fit", "--help"], ["model", "predict", "--help"], ["model", "fidelity", "--help"],
+                 ["model", "table", "--help"]):
+        code, out, _ = cli(*args)
+        assert code == 0 and "Example" in out and "ringsched " in out.split("Example", 1)[1], args
+    code, out, _ = cli("--version")
+    from ringsched.version import __version__
+
+    assert code == 0 and out.strip() == f"ringsched {__version__}"
+    _, out, _ = cli("simulate", "--help")
+    assert not re.search(r"--json\s+<bool>", out)  # a flag, not an option taking a value

@@ -42,7 +42,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def _root(version: bool = typer.Option(False, "--version", metavar="", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """GADGET online scheduling of ring-all-reduce training jobs: model, policies, simulator."""
 

@@ -94,7 +94,7 @@ def simulate(
     horizon_s: float = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting."),
     objective: str = w.ObjectiveOpt,
     out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, summary.json here."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", metavar="", help="Flag: print the summary as one JSON object on stdout."),
 ) -> None:
     """Simulate one policy on a trace and a cluster."""
     from ringsched.experiment.objectives import parse_objective

@@ -76,7 +76,7 @@ def compare(trace: str = "demo:1000", cluster: str = "16x8", policies: str | Seq
     return result
 
 
-def sweep(trace: str = "demo:300", clusters: Sequence[str] = ("16x8",), policies: str | Sequence[str] = "all", *,
+def sweep(trace: str = "demo:1000", clusters: Sequence[str] = ("16x8",), policies: str | Sequence[str] = "all", *,
           loads: Sequence[float] = (0.5, 1.0, 2.0), seeds: Sequence[int] = (0, 1, 2), objective: str = "jct",
           baseline: str | None = None, confidence: float = 0.95, vc: str | None = None, window: str | None = None,
           limit: int | None = None, rigid: bool = False, simulator: dict | SimulatorSettings | None = None,

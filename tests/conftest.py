@@ -35,6 +35,28 @@ def cli(monkeypatch, capsys):
     return run
 
 
-def pytest_configure(config):
-    # issue 20: real runs of the fault suite (select with -m backend, skip with -m "not backend")
-    config.addinivalue_line("markers", "backend: runs real workers (PyTorch processes); minutes, not seconds")
+# Markers of tests in files that do not mark themselves (pyproject.toml registers the markers;
+# `make test-fast` leaves out slow, backend and browser). Measured on the shared 2-core machine:
+# each "slow" test takes 8 s or more there.
+BACKEND_FILES = ("test_backends.py", "test_backend_ray.py")
+SLOW_TESTS = (
+    "test_compare.py::test_ctrl_c_keeps_the_finished_policies",
+    "test_cli_model.py::test_fidelity_on_a_synthetic_profile_folder",
+    "test_cli_model.py::test_no_traceback_in_a_real_process",
+    "test_baselines.py::test_every_policy_on_a_random_workload[gadget]",
+    "test_gadget.py::test_payoff_bound_is_never_below_the_search",
+    "test_gadget.py::test_payoff_bound_leaves_decisions_unchanged",
+    "test_gadget_kernels.py::test_uniform_plans_equal_the_numpy_reference",
+    "test_gadget_kernels.py::test_contiguous_plans_equal_the_numpy_reference",
+    "test_traces.py::test_cli_skip_bad_rows",
+)
+BACKEND_TESTS = ("test_sweep.py::test_ray_engine_on_a_local_ray_instance_gives_the_local_results",)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        where = f"{Path(str(item.fspath)).name}::{item.name}"
+        if Path(str(item.fspath)).name in BACKEND_FILES or where in BACKEND_TESTS:
+            item.add_marker(pytest.mark.backend)
+        if where in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)

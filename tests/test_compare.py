@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -213,3 +214,89 @@ def test_step_average_and_ecdf_keep_the_shape():
     assert np.trapezoid(a, dx=100.0) == pytest.approx(5000.0, rel=0.02)
     xs, q = _ecdf(np.arange(10000.0), points=300)
     assert len(xs) == 300 and q[0] == 0.0 and q[-1] == 1.0 and np.all(np.diff(xs) >= 0)
+
+
+def test_config_file_reproduces_the_summary_byte_for_byte(tmp_path):
+    """Every workload setting goes into experiment.yaml; `compare --config` of it gives the same
+    summary.csv bytes (wall times live in timing.csv), and the workload is named in full."""
+    first, again = tmp_path / "first", tmp_path / "again"
+    r = ringsched("compare", "--trace", "synthetic:80,load=2", "--cluster", "2x8", "--policies",
+                  "fifo,gadget:pack_slack=0", "--vc", "vc01", "--limit", "50", "--seed", "2", "--load", "1.5",
+                  "--out", first)
+    assert r.returncode == 0, r.stderr
+    r2 = ringsched("compare", "--config", first / "experiment.yaml", "--out", again)
+    assert r2.returncode == 0, r2.stderr
+    assert (again / "summary.csv").read_bytes() == (first / "summary.csv").read_bytes()
+    assert (again / "experiment.yaml").read_bytes() == (first / "experiment.yaml").read_bytes()
+    s = pd.read_csv(first / "summary.csv", keep_default_na=False)
+    assert s[["trace", "vc", "limit", "load", "seed", "cluster_spec"]].iloc[0].tolist() == [
+        "synthetic:80,load=2", "vc01", 50, 1.5, 2, "2x8"]
+    assert s["policy"].tolist() == ["fifo", "gadget:pack_slack=0"]
+    assert "synthetic:80,load=2, vc vc01, limit 50, load 1.5, seed 2, cluster 2x8" in r.stdout
+    assert "vc vc01, limit 50, load 1.5, seed 2" in (first / "report.html").read_text()
+    run = json.loads((first / "run.json").read_text())
+    assert run["command"][-2:] == ["--out", str(first)] and "numpy" in run["versions"]
+
+
+def test_command_line_options_override_the_config_file(cli, tmp_path):
+    cfg = tmp_path / "x.yaml"
+    cfg.write_text("kind: compare\ntrace: {trace: 'synthetic:30'}\ncluster: 2x8\npolicies: [fifo]\nseed: 1\n")
+    code, _, err = cli("compare", "--config", cfg, "--seed", "4", "--policies", "srtf,fifo")
+    assert code == 0, err
+    s = pd.read_csv(tmp_path / "summary.csv")
+    assert s["seed"].tolist() == [4, 4] and s["policy"].tolist() == ["srtf", "fifo"]
+    assert "seed: 4" in (tmp_path / "experiment.yaml").read_text()
+
+
+@pytest.mark.parametrize("text, field", [
+    ("kind: compare\npolicies: [fifo]\nseed: x\n", "field 'seed'"),
+    ("kind: compare\npolicies: [fifo]\nsimulator: {slot_s: -1}\n", "field 'simulator.slot_s'"),
+    ("kind: compare\npolicies: [fifo]\ncolour: red\n", "field 'colour'"),
+    ("kind: compare\npolicies: [nope]\n", "nope"),
+    ("[1, 2\n", "not valid YAML"),
+])
+def test_bad_config_file_is_one_line_naming_file_and_field(cli, tmp_path, text, field):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text)
+    code, _, err = cli("compare", "--config", cfg, "--out", tmp_path / "o")
+    assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+
+
+def test_table_fits_100_columns_with_every_header_whole(compare_all):
+    """All 9 policies rendered at width 100 (what a pipe gets): no line longer, every shown
+    column's header intact on its line, no cell cut, user strings not read as markup."""
+    from rich.console import Console
+
+    from ringsched.reports import TABLE_METRICS
+    from ringsched.reports.terminal import compare_table
+
+    out, r = compare_all
+    summary = pd.read_csv(out / "summary.csv")
+    console = Console(width=100, record=True, color_system=None)
+    console.print(compare_table(summary, "synthetic:100 :100: [bold]x[/bold] title", 100))
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 100 and "…" not in text
+    header = next(line for line in lines if line.lstrip().startswith("policy"))
+    present = [m.head for m in TABLE_METRICS if m.key in summary]
+    shown = [h for h in present if f"  {h}" in header]
+    assert len(shown) >= 6 and present[: len(shown)] == shown  # the most important first, each header whole
+    assert ":100: [bold]x[/bold]" in text  # no emoji, no markup from the user's string
+    # and the command's own stdout, piped: the same width
+    assert max(map(len, r.stdout.splitlines())) <= 100
+
+
+def test_every_command_has_an_example_and_a_version(cli):
+    for args in (["--help"], ["simulate", "--help"], ["compare", "--help"], ["sweep", "--help"], ["run", "--help"],
+                 ["optimum-check", "--help"], ["policies", "--help"], ["demo", "--help"], ["model", "--help"],
+                 ["model", "fit", "--help"], ["model", "predict", "--help"], ["model", "fidelity", "--help"],
+                 ["model", "table", "--help"]):
+        code, out, _ = cli(*args)
+        assert code == 0 and "Example" in out and "ringsched " in out.split("Example", 1)[1], args
+    code, out, _ = cli("--version")
+    from ringsched.version import __version__
+
+    assert code == 0 and out.strip() == f"ringsched {__version__}"
+    _, out, _ = cli("simulate", "--help")
+    assert not re.search(r"--json\s+<bool>", out)  # a flag, not an option taking a value

@@ -119,6 +119,27 @@ def test_energy_prices_reach_gadget_and_raise_plan_costs():
     assert costs[1] > costs[0]
 
 
+def test_objectives_set_only_the_options_a_policy_declares():
+    """No objective names a policy: energy prices and fairness' packing reach exactly the
+    policies whose Params declare those fields (GADGET, OASiS), and the others run untouched."""
+    from ringsched.experiment.objectives.registry import declares
+    from ringsched.experiment.run import policy_run_options
+    from ringsched.policies import policy_class, policy_names
+
+    jobs, c = workload(6, "2x8")
+    energy, fair = parse_objective("energy"), parse_objective("fairness")
+    for name in policy_names():
+        cls = policy_class(name)
+        _, e_opts = policy_run_options(energy, name, c, SimConfig())
+        _, f_opts = policy_run_options(fair, name, c, SimConfig())
+        assert bool(e_opts) == declares(cls, "energy_cost_per_gpu_s", "server_cost_per_s"), name
+        assert f_opts == ({"pack_slack": 0.0} if declares(cls, "pack_slack") else {}), name
+    assert declares(policy_class("gadget"), "pack_slack") and not declares(policy_class("fifo"), "pack_slack")
+    _, spec_wins = policy_run_options(fair, "gadget:pack_slack=7", c, SimConfig())
+    assert spec_wins["pack_slack"] == 7.0  # the spec's own option beats the objective's
+    assert run_with_objective("energy", jobs, c, "fifo").summary["jobs"] == 6
+
+
 def test_energy_objective_consolidates_and_reports_cost():
     jobs, c = workload(16, "4x8", seed=3)
     base = run_with_objective("jct", jobs, c, "gadget")

@@ -63,6 +63,15 @@ def test_local_sweep_writes_cells_intervals_and_report(local_run):
     assert stdout.strip().splitlines()[-1] == f"report: {out / 'report.html'}"
 
 
+def test_sweep_config_file_reproduces_the_intervals(local_run, tmp_path):
+    out, _ = local_run
+    r = subprocess.run([sys.executable, "-m", "ringsched.cli.main", "sweep", "--config", str(out / "experiment.yaml"),
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for f in ("sweep.csv", "paired.csv", "experiment.yaml"):
+        assert (tmp_path / f).read_bytes() == (out / f).read_bytes(), f
+
+
 def test_load_factor_divides_arrival_times():
     from ringsched.experiment.workload import scale_arrivals
     from ringsched.cli.workload import load_workload

@@ -413,7 +413,7 @@ def test_spec_errors(tmp_path):
     assert error("synthetic:0").field == "trace"
     assert error("synthetic:10", limit=0).field == "limit"
     assert error("synthetic:10", window=(5, 5)).field == "window"
-    assert set(FORMATS) == {"synthetic", "philly", "pollux", "itp", "gavel", "elasticflow", "alibaba"}
+    assert set(FORMATS) == {"synthetic", "demo", "philly", "pollux", "itp", "gavel", "elasticflow", "alibaba"}
 
 
 def test_parse_window():

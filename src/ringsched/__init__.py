@@ -1,11 +1,20 @@
 """ringsched: GADGET online scheduling of ring-all-reduce (RAR) training jobs on GPU clusters.
 
-Package map (arrows point down only):
-    cli        -> everything below (thin: parses, validates, prints)
-    perfmodel  -> how fast a RAR job runs on a placement (pure numpy functions + calibration)
-    cluster    -> servers, racks, bandwidths (validated specs)
-    objectives -> utilities of completion time
-    errors     -> InputError: one clear line, exit code 2
+The Python API (docs/api.md): ``ringsched.simulate``, ``ringsched.compare``, ``ringsched.sweep``
+(from ``ringsched.experiment.api``, imported on first use so that ``import ringsched.errors``
+and the command line stay light). The layers are in docs/architecture.md.
 """
 
-__version__ = "0.1.0"
+from ringsched.version import __version__
+
+_API = ("simulate", "compare", "sweep", "SimulationResult", "CompareResult", "SweepResult")
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from ringsched.experiment import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ringsched' has no attribute {name!r}")

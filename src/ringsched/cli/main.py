@@ -43,7 +43,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", is_flag=True, callback=_version, is_eager=True,
+def _root(version: bool = typer.Option(False, "--version", metavar="", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """GADGET online scheduling of ring-all-reduce training jobs: model, policies, simulator."""
 
@@ -51,8 +51,10 @@ def _root(version: bool = typer.Option(False, "--version", is_flag=True, callbac
 @app.command("policies", epilog="Example: ringsched policies")
 def policies() -> None:
     """List the scheduling policies (built in, and from installed packages' ringsched.policies entry points)."""
+    from ringsched.experiment.plugins import load_policy_plugins
     from ringsched.policies import policy_class, policy_names
 
+    load_policy_plugins()
     for name in policy_names():
         cls = policy_class(name)
         doc = (cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or "").strip()

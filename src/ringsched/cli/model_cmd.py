@@ -12,13 +12,14 @@ from rich.table import Table
 
 from ringsched.errors import InputError
 
-app = typer.Typer(help="The ring-all-reduce performance model: fit, predict, fidelity.", no_args_is_help=True)
+app = typer.Typer(help="The ring-all-reduce performance model: fit, predict, fidelity.", no_args_is_help=True,
+                  epilog="Example: ringsched model table --cluster examples/cluster.yaml -m resnet50")
 
 # Placements shown by the demo table: (workers, servers).
 DEMO_PLACEMENTS = ((8, 1), (8, 2), (16, 2), (16, 4), (32, 4), (64, 8), (128, 16))
 
 
-@app.command("fit")
+@app.command("fit", epilog="Example: ringsched model fit DATA.csv --out PARAMS.json --model ring")
 def fit_cmd(
     data: Path = typer.Argument(..., help="Measured step times (Pollux or num_nodes format CSV)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write the parameters here (JSON); default stdout."),
@@ -42,7 +43,7 @@ def fit_cmd(
             f"p90 {res.p90_ape:.1%} -> {out}")
 
 
-@app.command("predict")
+@app.command("predict", epilog="Example: ringsched model predict PARAMS.json QUERY.csv --out PRED.csv")
 def predict_cmd(
     params: Path = typer.Argument(..., help="Parameters written by `ringsched model fit`."),
     query: Path = typer.Argument(..., help="Placements to predict (same formats, without step_time)."),
@@ -84,20 +85,32 @@ def _profile_dirs(dirs: list[Path]) -> list[Path]:
     return found
 
 
-@app.command("fidelity")
+@app.command("fidelity", epilog="Example: ringsched model fidelity ../shared/profiles/pollux-measured --seeds 5 --json")
 def fidelity_cmd(
     dirs: list[Path] = typer.Argument(..., help="Pollux-format profile folder(s), or a folder of them."),
     seeds: int = typer.Option(5, min=1, help="Number of random shape splits."),
     train_frac: float = typer.Option(0.25, min=0.01, max=0.99, help="Share of placement shapes used for fitting."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    as_json: bool = typer.Option(False, "--json", metavar="", help="Flag: print one JSON object instead of a table."),
 ) -> None:
     """Cross-validated step-time error of ringsched's model vs Pollux's (docs/model.md)."""
     from ringsched.perfmodel.data import read_pollux_profile_dir
     from ringsched.perfmodel.fidelity import cross_validate
 
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    folders = _profile_dirs(dirs)
     results = []
-    for d in _profile_dirs(dirs):
-        results.append(cross_validate(read_pollux_profile_dir(d), d.name, seeds=seeds, train_frac=train_frac))
+    err = Console(stderr=True)
+    with Progress(TextColumn("fidelity"), BarColumn(), MofNCompleteColumn(), TextColumn("profiles"),
+                  TimeElapsedColumn(), TextColumn("{task.fields[name]}", markup=False), console=err,
+                  disable=not err.is_terminal, transient=True) as bar:
+        task = bar.add_task("fidelity", total=len(folders), name="")
+        for d in folders:
+            bar.update(task, name=d.name)
+            if not err.is_terminal:
+                err.print(f"fidelity: {d.name} ({seeds} seeds)", markup=False, highlight=False)
+            results.append(cross_validate(read_pollux_profile_dir(d), d.name, seeds=seeds, train_frac=train_frac))
+            bar.advance(task)
     if as_json:
         print(json.dumps({"seeds": seeds, "train_frac": train_frac, "profiles": [r.to_json() for r in results]},
                          indent=2, sort_keys=True))
@@ -158,7 +171,7 @@ def print_catalogue_tables(cluster_spec: str, models: list[str] | None = None) -
     con.print(t_eff)
 
 
-@app.command("table")
+@app.command("table", epilog="Example: ringsched model table --cluster examples/cluster.yaml -m resnet50 -m bert_base")
 def table_cmd(
     cluster: str = typer.Option("16x8", help="Cluster spec NxG[,key=value...] or a YAML file."),
     model: list[str] = typer.Option(None, "--model", "-m", help="Only these built-in models (repeatable)."),

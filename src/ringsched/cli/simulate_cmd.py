@@ -95,18 +95,17 @@ def simulate(
     estimates: str = w.EstimatesOpt,
     objective: str = w.ObjectiveOpt,
     out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, summary.json here."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", metavar="", help="Flag: print the summary as one JSON object on stdout."),
 ) -> None:
     """Simulate one policy on a trace and a cluster."""
     from ringsched.experiment.objectives import parse_objective
     from ringsched.experiment.run import run_one
     from ringsched.experiment.workload import describe_workload
-    from ringsched.policies.registry import parse_policy
 
     t0 = time.perf_counter()
     if admission is not None:
         policy += ("," if ":" in policy else ":") + f"admission={admission}"
-    parse_policy(policy)  # unknown policy or option -> one line, exit 2
+    (policy,) = w.parse_policies([policy])  # unknown policy or option -> one line, exit 2
     obj = parse_objective(objective)
     cfg = w.simulator_settings(dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
                                     mttr=mttr, contention=contention, horizon_s=horizon_s,

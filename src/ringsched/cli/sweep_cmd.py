@@ -18,7 +18,7 @@ FIELDS = {**w.TRACE_FIELDS, **w.SIM_FIELDS, "cluster": "clusters", "loads": "loa
 
 EPILOG = """Examples:
 
-  ringsched sweep --trace demo:300 --loads 0.5,1,2 --seeds 0-2 --policies fifo,tiresias,gadget --out results/sweep
+  ringsched sweep --trace demo:1000 --loads 0.5,1 --seeds 0-1 --policies fifo,gadget --baseline fifo --out results/sweep
 
   ringsched sweep ... --engine ray --address auto
 

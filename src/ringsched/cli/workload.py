@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import typer
 
 from ringsched.experiment.config import SimulatorSettings, TraceSettings, build, load_config, with_overrides
@@ -24,8 +23,8 @@ WindowOpt = typer.Option(None, "--window", help="START:END, submission-time wind
 LimitOpt = typer.Option(None, "--limit", min=1, help="Keep the first N jobs by arrival.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the synthetic trace, the model mapping and failures.")
 LoadOpt = typer.Option(1.0, "--load", help="Arrival-rate factor: every arrival time is divided by it (2 = twice as fast).")
-RigidOpt = typer.Option(False, "--rigid", help="Pin every job to its requested GPUs (default: elastic 1..requested).")
-SkipBadRowsOpt = typer.Option(False, "--skip-bad-rows",
+RigidOpt = typer.Option(False, "--rigid", metavar="", help="Pin every job to its requested GPUs (default: elastic 1..requested).")
+SkipBadRowsOpt = typer.Option(False, "--skip-bad-rows", metavar="",
                               help="Leave out trace rows that fail a check, and count them, instead of stopping "
                                    "at the first.")
 SlotSOpt = typer.Option(300.0, "--slot-s", help="Scheduling slot (round) length, seconds.")
@@ -33,7 +32,7 @@ RestartSOpt = typer.Option(30.0, "--restart-s", help="Checkpoint-restart cost of
 CheckpointSOpt = typer.Option(1800.0, "--checkpoint-s", help="Checkpoint interval while running, seconds.")
 MtbfOpt = typer.Option(None, "--mtbf", help="Mean time between failures of each server, hours (default: no failures).")
 MttrOpt = typer.Option(2.0, "--mttr", help="Mean time to repair a failed server, hours.")
-ContentionOpt = typer.Option(False, "--contention",
+ContentionOpt = typer.Option(False, "--contention", metavar="",
                              help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world.")
 HorizonSOpt = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting.")
 PoliciesOpt = typer.Option("all", "--policies",
@@ -66,9 +65,9 @@ def simulator_settings(p: dict) -> SimulatorSettings:
 
 
 def given_on_command_line(ctx: typer.Context) -> set[str]:
+    """The parameters the user gave (typer ships its own click: compare by the source's name)."""
     return {name for name in ctx.params
-            if ctx.get_parameter_source(name) in (click.core.ParameterSource.COMMANDLINE,
-                                                  click.core.ParameterSource.ENVIRONMENT)}
+            if getattr(ctx.get_parameter_source(name), "name", "") in ("COMMANDLINE", "ENVIRONMENT")}
 
 
 def merge_config(ctx: typer.Context, config: Path, kind, fields: dict[str, str], convert: dict | None = None):

@@ -23,10 +23,12 @@ def run_one(objective: Objective | str, jobs, cluster, policy: str, config=None,
             policy_options: dict | None = None):
     """Run ``policy`` on ``jobs`` under ``objective``: the SimResult, with the objective's fields
     in its summary (``objective`` = the canonical spec; ``policy`` = the spec as given)."""
+    from ringsched.experiment.plugins import load_policy_plugins
     from ringsched.perfmodel.speed import SpeedModel
     from ringsched.policies import make_policy
     from ringsched.simulator import SimConfig, Simulator
 
+    load_policy_plugins()  # a Ray worker starts without them
     obj = parse_objective(objective) if isinstance(objective, str) else objective
     cfg = config or SimConfig()
     speed = SpeedModel(cluster)

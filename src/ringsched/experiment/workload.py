@@ -88,9 +88,11 @@ def load_workload(trace: TraceSettings, cluster: str, *, seed: int = 0, load: fl
 def resolve_policies(text_or_list) -> list[str]:
     """``"all"``, ``"a,b:k=v,c"`` or a list of specs -> policy specs in order, without
     duplicates, each checked. An item with ``=`` and no ``:`` belongs to the spec before it."""
+    from ringsched.experiment.plugins import load_policy_plugins
     from ringsched.policies import policy_names
     from ringsched.policies.registry import parse_policy
 
+    load_policy_plugins()
     if isinstance(text_or_list, str):
         text = text_or_list.strip()
         if text.lower() == "all":

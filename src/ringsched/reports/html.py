@@ -89,12 +89,13 @@ def _figure_html(plot_id: str, svg: str, caption: str, wide: bool = False) -> st
 
 
 def summary_table_html(summary: pd.DataFrame, table_id: str = "summary-table") -> str:
-    head = "<th>policy</th>" + "".join(f"<th>{html.escape(m.label)}</th>" for m in TABLE_METRICS)
-    best = {m.key: best_rows(summary[m.key].tolist() if m.key in summary else [], m.better, m) for m in TABLE_METRICS}
+    metrics = [m for m in TABLE_METRICS if m.key in summary]
+    head = "<th>policy</th>" + "".join(f"<th>{html.escape(m.label)}</th>" for m in metrics)
+    best = {m.key: best_rows(summary[m.key].tolist(), m.better, m) for m in metrics}
     rows = []
     for i, (_, r) in enumerate(summary.iterrows()):
         cells = [f"<td>{html.escape(str(r['policy']))}</td>"]
-        for m in TABLE_METRICS:
+        for m in metrics:
             v = r.get(m.key)
             v = None if v is None or (isinstance(v, float) and np.isnan(v)) else v
             cls = ' class="best"' if i in best[m.key] else ""

@@ -49,10 +49,16 @@ def _synthetic(arg: str, seed: int) -> pd.DataFrame:
     return synthetic.generate(n, seed, **opts)
 
 
+def _demo(arg: str, seed: int) -> pd.DataFrame:
+    n, opts = synthetic.parse_demo_options(arg)
+    return synthetic.generate_demo(n, seed, **opts)
+
+
 # format name -> (loader(arg, seed), one-line description). Dispatch goes through this table.
 FORMATS: dict[str, tuple[Loader, str]] = {
     "synthetic": (_synthetic, "synthetic:N[,rate_per_h=R|load=L,diurnal=A,tenants=K,zipf=S,"
                               "max_duration_s=C] - embedded Philly-shaped generator"),
+    "demo": (_demo, "demo:N[,load=L,time_scale=S,max_duration_s=C] - embedded Philly busy-period workload"),
     "philly": (_from_path("philly", philly.read), "philly:PATH - Pollux philly.csv; tenant = VC hash"),
     "pollux": (_from_path("pollux", pollux.read), "pollux:PATH - Pollux workload-N.csv; work to completion"),
     "itp": (_from_path("itp", itp.read), "itp:PATH - Microsoft ITP clusterNN.csv or folder; tenant = clusterNN"),

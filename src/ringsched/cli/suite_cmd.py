@@ -49,7 +49,7 @@ def suite(
     from ringsched.cli.workload import parse_policies
     from ringsched.experiment.suite import cells_for, run_suite, skipped_workloads, write_suite
     from ringsched.experiment.suite_report import print_report
-    from ringsched.simulator.estimates import parse_estimates
+    from ringsched.experiment.config import parse_estimates
 
     if engine not in ("process", "ray"):
         raise InputError(f"engine must be process or ray, got {engine!r}", field="engine")

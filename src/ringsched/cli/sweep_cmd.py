@@ -123,9 +123,6 @@ def sweep(
     if cfg.baseline is not None and cfg.baseline not in cfg.policies:
         raise InputError(f"baseline {cfg.baseline!r} is not among the policies", field="baseline")
     err = Console(stderr=True, emoji=False, highlight=False)
-    n = len(cfg.clusters) * len(cfg.loads) * len(cfg.seeds) * len(cfg.policies)
-    err.print(f"{n} cells: {len(cfg.clusters)} clusters x {len(cfg.loads)} loads x {len(cfg.seeds)} seeds x "
-              f"{len(cfg.policies)} policies, engine {cfg.engine}", markup=False)
     result = run_sweep(cfg, workers=workers, console=err)
     report = write_sweep(result, out)
     if len(result.intervals):

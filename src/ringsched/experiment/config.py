@@ -30,6 +30,13 @@ class TraceSettings(BaseModel):
     skip_bad_rows: bool = False
 
 
+def parse_estimates(text: str):
+    """An ``--estimates`` setting (exact, lognormal:SIGMA, user:FACTOR); one-line error if wrong."""
+    from ringsched.simulator.estimates import parse_estimates as parse
+
+    return parse(text)
+
+
 class SimulatorSettings(BaseModel):
     """The simulator's options (``SimConfig`` less the seed)."""
 

@@ -73,6 +73,10 @@ def run_sweep(config: SweepConfig, *, workers: int | None = None, console=None, 
     for cl in config.clusters:  # bad input: one line and exit 2 before any worker starts
         load_workload(config.trace, cl, seed=config.seeds[0])
     cells = sweep_cells(config)
+    if console is not None and not quiet:
+        console.print(f"{len(cells)} cells: {len(config.clusters)} clusters x {len(config.loads)} loads x "
+                      f"{len(config.seeds)} seeds x {len(config.policies)} policies, engine {config.engine}",
+                      markup=False)
     if config.engine == "ray":
         from ringsched.experiment.ray_executor import run_ray
 

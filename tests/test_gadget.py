@@ -638,3 +638,27 @@ def test_ledger_first_overflow_matches_the_whole_check(seed, start, n, moving):
     over = np.any(g + counts[:, None] > cap[:, None], axis=0) | np.any(b + bw[:, None] > 1.0 + 1e-9, axis=0)
     want = start + int(np.argmax(over)) if over.any() else None
     assert led.first_overflow(start, end, counts, bw, cap, less) == want
+
+
+def test_exact_subroutine_respects_gpu_and_nic_capacity_even_when_prices_are_low():
+    """``subroutine=exact`` offers a configuration only where its GPUs are free and the ring's
+    NIC share is free on every server it crosses: capacity, not the price, keeps it out (with
+    a tiny U no price could)."""
+    c = parse_spec("3x4")
+    g = Gadget(subroutine="exact", max_per_server=1, L=1e-9, U=1e-6, nic_share=0.5, max_steps=1000,
+               work_conserving=False, late_share=0.0, pack_slack=0.0, admission="strict")
+    j = Job("j0", 0.0, "resnet50", 64, 50_000.0, 2, 2, U)  # rigid ring of 2 workers, one per server: it crosses
+    n = nodes(c)
+    g._ensure(n, [j])
+    for k in range(2):  # two rings over servers 0 and 1 fill both NICs until slot 10
+        g.book.commit(f"r{k}", Plan([(0, 10, (0, 1))], 3000.0, 1.0, 0.0))
+    g.book.commit("full", Plan([(0, 6, (2, 2, 2, 2))], 1800.0, 1.0, 0.0))  # server 2's GPUs until slot 6
+    plan = g.search(j, j.work_samples, n, 0, horizon_end_s=40 * 300.0)
+    assert plan is not None and plan.first_slot >= 10  # every pair of servers has a full NIC before
+    g.book.release("r1", 0)  # one NIC share free again on servers 0 and 1; server 2 full until 6
+    plan = g.search(j, j.work_samples, n, 0, horizon_end_s=40 * 300.0)
+    assert plan.first_slot == 0 and plan.first_placement == (0, 1)
+    g.book.release("r0", 0)  # NICs all free; now server 0's GPUs full until slot 4, server 2's until 6
+    g.book.commit("full0", Plan([(0, 4, (0, 0, 0, 0))], 1200.0, 1.0, 0.0))
+    plan = g.search(j, j.work_samples, n, 0, horizon_end_s=40 * 300.0)
+    assert plan.first_slot == 4 and plan.first_placement == (0, 1)

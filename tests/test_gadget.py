@@ -130,7 +130,7 @@ def brute_cheapest_fewest(w, f, g, n):
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 10**6), S=st.integers(2, 5), w=st.integers(2, 12))
+@given(seed=st.integers(0, 10**6), S=st.integers(2, 7), w=st.integers(2, 12))
 def test_multi_server_embedding_is_the_cheapest_over_the_fewest_servers(seed, S, w):
     """No server hosts the ring: the embedding uses the fewest servers possible and, among all
     such sets and splits (brute force), one of least cost; the fixed-embedding kernel agrees."""
@@ -147,6 +147,24 @@ def test_multi_server_embedding_is_the_cheapest_over_the_fewest_servers(seed, S,
     if k:
         assert e.k[0] == k and e.cost[0] == pytest.approx(want, rel=1e-12, abs=1e-12)
         assert np.array_equal(e.counts(0, S), counts) and counts.sum() == w and np.all(counts <= f)
+
+
+def test_multi_server_embedding_prunes_servers_without_losing_the_optimum():
+    """Many servers of the same few capacities: the knapsack keeps only k + 1 per capacity and
+    per worker count (``fewest.candidates``); the cost must still be the brute-force least."""
+    from ringsched.policies.gadget.fewest import candidates, fewest_servers
+
+    rng = np.random.default_rng(11)
+    pruned = 0
+    for _ in range(25):
+        S, w = 10, int(rng.integers(5, 8))
+        f = rng.choice([2, 3], size=S)
+        g, n = rng.uniform(0, 10, size=S), rng.uniform(0, 3, size=S)
+        k, want = brute_cheapest_fewest(w, f.tolist(), g.tolist(), n.tolist())
+        pruned += candidates(w, f, g, n, fewest_servers(w, f)).size < S
+        e = embed(w, f[:, None], g[:, None], np.ones((S, 1)), n[:, None], 0.5)
+        assert e.k[0] == k and e.cost[0] == pytest.approx(want, rel=1e-12)
+    assert pruned > 10  # the pruning was exercised
 
 
 def test_embedding_counterexample_of_the_fullest_first_greedy():

@@ -130,7 +130,7 @@ def brute_cheapest_fewest(w, f, g, n):
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 10**6), S=st.integers(2, 5), w=st.integers(2, 12))
+@given(seed=st.integers(0, 10**6), S=st.integers(2, 7), w=st.integers(2, 12))
 def test_multi_server_embedding_is_the_cheapest_over_the_fewest_servers(seed, S, w):
     """No server hosts the ring: the embedding uses the fewest servers possible and, among all
     such sets and splits (brute force), one of least cost; the fixed-embedding kernel agrees."""
@@ -147,6 +147,24 @@ def test_multi_server_embedding_is_the_cheapest_over_the_fewest_servers(seed, S,
     if k:
         assert e.k[0] == k and e.cost[0] == pytest.approx(want, rel=1e-12, abs=1e-12)
         assert np.array_equal(e.counts(0, S), counts) and counts.sum() == w and np.all(counts <= f)
+
+
+def test_multi_server_embedding_prunes_servers_without_losing_the_optimum():
+    """Many servers of the same few capacities: the knapsack keeps only k + 1 per capacity and
+    per worker count (``fewest.candidates``); the cost must still be the brute-force least."""
+    from ringsched.policies.gadget.fewest import candidates, fewest_servers
+
+    rng = np.random.default_rng(11)
+    pruned = 0
+    for _ in range(25):
+        S, w = 10, int(rng.integers(5, 8))
+        f = rng.choice([2, 3], size=S)
+        g, n = rng.uniform(0, 10, size=S), rng.uniform(0, 3, size=S)
+        k, want = brute_cheapest_fewest(w, f.tolist(), g.tolist(), n.tolist())
+        pruned += candidates(w, f, g, n, fewest_servers(w, f)).size < S
+        e = embed(w, f[:, None], g[:, None], np.ones((S, 1)), n[:, None], 0.5)
+        assert e.k[0] == k and e.cost[0] == pytest.approx(want, rel=1e-12)
+    assert pruned > 10  # the pruning was exercised
 
 
 def test_embedding_counterexample_of_the_fullest_first_greedy():
@@ -638,3 +656,27 @@ def test_ledger_first_overflow_matches_the_whole_check(seed, start, n, moving):
     over = np.any(g + counts[:, None] > cap[:, None], axis=0) | np.any(b + bw[:, None] > 1.0 + 1e-9, axis=0)
     want = start + int(np.argmax(over)) if over.any() else None
     assert led.first_overflow(start, end, counts, bw, cap, less) == want
+
+
+def test_exact_subroutine_respects_gpu_and_nic_capacity_even_when_prices_are_low():
+    """``subroutine=exact`` offers a configuration only where its GPUs are free and the ring's
+    NIC share is free on every server it crosses: capacity, not the price, keeps it out (with
+    a tiny U no price could)."""
+    c = parse_spec("3x4")
+    g = Gadget(subroutine="exact", max_per_server=1, L=1e-9, U=1e-6, nic_share=0.5, max_steps=1000,
+               work_conserving=False, late_share=0.0, pack_slack=0.0, admission="strict")
+    j = Job("j0", 0.0, "resnet50", 64, 50_000.0, 2, 2, U)  # rigid ring of 2 workers, one per server: it crosses
+    n = nodes(c)
+    g._ensure(n, [j])
+    for k in range(2):  # two rings over servers 0 and 1 fill both NICs until slot 10
+        g.book.commit(f"r{k}", Plan([(0, 10, (0, 1))], 3000.0, 1.0, 0.0))
+    g.book.commit("full", Plan([(0, 6, (2, 2, 2, 2))], 1800.0, 1.0, 0.0))  # server 2's GPUs until slot 6
+    plan = g.search(j, j.work_samples, n, 0, horizon_end_s=40 * 300.0)
+    assert plan is not None and plan.first_slot >= 10  # every pair of servers has a full NIC before
+    g.book.release("r1", 0)  # one NIC share free again on servers 0 and 1; server 2 full until 6
+    plan = g.search(j, j.work_samples, n, 0, horizon_end_s=40 * 300.0)
+    assert plan.first_slot == 0 and plan.first_placement == (0, 1)
+    g.book.release("r0", 0)  # NICs all free; now server 0's GPUs full until slot 4, server 2's until 6
+    g.book.commit("full0", Plan([(0, 4, (0, 0, 0, 0))], 1200.0, 1.0, 0.0))
+    plan = g.search(j, j.work_samples, n, 0, horizon_end_s=40 * 300.0)
+    assert plan.first_slot == 4 and plan.first_placement == (0, 1)

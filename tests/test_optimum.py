@@ -109,19 +109,24 @@ def test_min_cost_by_completion_is_the_dp():
 
 # ------------------------------------------------------------------ hypothesis families
 @st.composite
-def tiny_instances(draw, brute: bool = False):
-    S = draw(st.integers(1, 1 if brute else 2))
+def tiny_instances(draw, brute: bool = False, crossing: bool = False):
+    """Tiny random instances; ``crossing``: every ring crosses servers and a NIC holds one or
+    two rings (NIC capacity and prices bind)."""
+    S = draw(st.integers(1, 1 if brute else 2)) if not crossing else draw(st.integers(2, 3))
     gpus = tuple(draw(st.integers(2, 4)) for _ in range(S))
     cap = draw(st.integers(1, min(gpus) - 1))  # delta_max < 1 (A3)
     slots = draw(st.integers(1, 3 if brute else 5))
-    nic = draw(st.sampled_from([0.25, 0.5]))
-    n = draw(st.integers(1, 3))
+    nic = draw(st.sampled_from([0.4, 0.75] if crossing else [0.25, 0.5]))
+    n = draw(st.integers(1, 3 if not crossing else 4))
     jobs = []
     for jid in range(n):
         wmax = draw(st.integers(1, cap * S))
         wmin = draw(st.integers(1, wmax))
         ys = enumerate_configs(gpus, wmin, wmax, cap)
         ys = ys[:4] if brute else ys
+        if crossing:
+            ys = [y for y in ys if sum(v > 0 for v in y) > 1] or [(1,) * S]
+            wmin, wmax = min(wmin, min(map(sum, ys))), max(wmax, max(map(sum, ys)))
         if not ys:
             ys = enumerate_configs(gpus, 1, 1, cap)
             wmin = wmax = 1
@@ -167,8 +172,8 @@ def reference_payoffs(inst, run):
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tiny_instances())
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(tiny_instances(), tiny_instances(crossing=True)))
 def test_production_gadget_is_the_theorem_algorithm_and_meets_its_bound(inst):
     """The production policy in its theorem configuration (``adapter``): its schedule is
     feasible, every admission takes the best payoff over every fitting plan at the prices of

@@ -9,7 +9,11 @@ ring's NIC share free) and all ways to put the w workers on them, this finds one
 Given the set, the best assignment fills the servers in increasing g_s and leaves at most one
 of them partly filled (any other assignment moves a worker to a cheaper GPU of the set at no
 loss), so a 0/1 knapsack over servers with the state (servers chosen, workers placed, whether
-the partly filled server was chosen) is exact: O(S k w f_max) per step, compiled.
+the partly filled server was chosen) is exact. Only a few servers can matter (``candidates``):
+for each capacity c the k + 1 cheapest full servers of c free GPUs, and for each count x the
+k + 1 cheapest hosts of x workers (x g_s + n_s, f_s > x); any other server of an optimum can be
+swapped for an unused one of these at no extra cost, since an optimum uses only k servers. So
+the knapsack runs over at most 2 f_max (k + 1) servers whatever the cluster's size.
 """
 
 from __future__ import annotations
@@ -33,21 +37,41 @@ def fewest_servers(w, f):
 
 
 @_jit
+def candidates(w, f, g, n, k):
+    """The servers an optimum needs (see the module docstring), in index order."""
+    mark = np.zeros(f.size, dtype=np.bool_)
+    fmax = f.max()
+    keep = k + 1
+    for role in range(2):  # 0: full servers of c GPUs; 1: hosts of x < f_s workers
+        for c in range(1, fmax + 1 if role == 0 else min(fmax - 1, w) + 1):
+            idx = np.flatnonzero(f == c) if role == 0 else np.flatnonzero(f > c)
+            if idx.size <= keep:
+                mark[idx] = True
+                continue
+            cost = c * g[idx] + n[idx]
+            order = np.argsort(cost, kind="mergesort")  # (stable: ties by index)
+            mark[idx[order[:keep]]] = True
+    return np.flatnonzero(mark)
+
+
+@_jit
 def cheapest_fewest(w, f, g, n, counts):
     """Workers per server (written into ``counts``) of a least-cost ring of ``w`` workers on the
     fewest eligible servers; ``f`` free GPUs (0 where not eligible), ``g`` price of one GPU,
     ``n`` price of the ring's NIC share. Returns the cost (inf when the GPUs do not suffice).
     Ties go to the servers of lowest index."""
-    S = f.size
     counts[:] = 0
     k = fewest_servers(w, f)
     if k == 0:
         return np.inf
+    cand = candidates(w, f, g, n, k)
+    C = cand.size
     best = np.full((2, k + 1, w + 1), np.inf)  # [partly filled chosen, servers, workers]
     best[0, 0, 0] = 0.0
-    took = np.zeros((S, 2, k + 1, w + 1), dtype=np.int64)  # workers server s put into the state (0: none)
-    came = np.zeros((S, 2, k + 1, w + 1), dtype=np.int64)  # ... from this "partly filled" flag
-    for s in range(S):
+    took = np.zeros((C, 2, k + 1, w + 1), dtype=np.int64)  # workers candidate i put into the state (0: none)
+    came = np.zeros((C, 2, k + 1, w + 1), dtype=np.int64)  # ... from this "partly filled" flag
+    for i in range(C):
+        s = cand[i]
         fs = f[s]
         if fs <= 0:
             continue
@@ -61,25 +85,25 @@ def cheapest_fewest(w, f, g, n, counts):
                         c = base + fs * g[s] + n[s]
                         if c < best[fl, j + 1, q + fs]:
                             best[fl, j + 1, q + fs] = c
-                            took[s, fl, j + 1, q + fs] = fs
-                            came[s, fl, j + 1, q + fs] = fl
+                            took[i, fl, j + 1, q + fs] = fs
+                            came[i, fl, j + 1, q + fs] = fl
                     if fl == 0:  # the one server left partly filled
                         for x in range(1, min(fs - 1, w - q) + 1):
                             c = base + x * g[s] + n[s]
                             if c < best[1, j + 1, q + x]:
                                 best[1, j + 1, q + x] = c
-                                took[s, 1, j + 1, q + x] = x
-                                came[s, 1, j + 1, q + x] = 0
+                                took[i, 1, j + 1, q + x] = x
+                                came[i, 1, j + 1, q + x] = 0
     fl = 0 if best[0, k, w] <= best[1, k, w] else 1
     cost = best[fl, k, w]
     if cost == np.inf:
         return np.inf
     j, q = k, w
-    for s in range(S - 1, -1, -1):
-        x = took[s, fl, j, q]
+    for i in range(C - 1, -1, -1):
+        x = took[i, fl, j, q]
         if x > 0:
-            counts[s] = x
-            fl, j, q = came[s, fl, j, q], j - 1, q - x
+            counts[cand[i]] = x
+            fl, j, q = came[i, fl, j, q], j - 1, q - x
     return cost
 
 

@@ -33,7 +33,7 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "--checkpoint-s": LIMITS["checkpoint_s"], "--mtbf": LIMITS["mtbf_h"], "--mttr": LIMITS["mttr_h"],
     "--horizon-s": LIMITS["horizon_s"], "--instances": LIMITS["instances"],
     "--time-limit": LIMITS["time_limit_s"], "--limit": LIMITS["jobs"], "--confidence": LIMITS["confidence"],
-    "--train-frac": LIMITS["train_frac"],
+    "--train-frac": LIMITS["train_frac"], "--workers": LIMITS["workers"],
 }
 LIST_BOUNDS: dict[str, Bound] = {"--loads": LIMITS["load_factor"]}
 # (command, flag) -> check(value, flag), for what a flag means differently in different

@@ -153,6 +153,7 @@ LIMITS: dict[str, Bound] = {
     "time_limit_s": Bound(0.01, 1e5, lo_open=False, unit="s"),
     "seeds_count": Bound(1, 10_000, integer=True),
     "confidence": Bound(0.5, 0.999),
+    "workers": Bound(1, 1024, integer=True),                # worker processes
     "train_frac": Bound(0.01, 0.99),
 }
 

@@ -317,3 +317,19 @@ def test_inputs_that_hung_end_fast_with_one_line(tmp_path, argv, field):
                        timeout=60, preexec_fn=_limited(3 << 30), cwd=tmp_path)
     assert "Traceback" not in r.stderr
     assert_one_line((r.returncode, r.stdout, r.stderr), field=field)
+
+
+def test_a_fit_that_is_not_finite_is_an_error_not_a_file():
+    """The guard itself: a fit result holding NaN or an infinite error never becomes JSON."""
+    from ringsched.errors import InputError
+    from ringsched.perfmodel.fit import FitResult
+    from ringsched.perfmodel.ring import RingParams
+
+    good = RingParams(compute_base_s=0.01, compute_per_sample_s=1e-4)
+    assert FitResult("ring", good, 5, 0.1, 0.2).checked_json("d.csv")["params"]["compute_base_s"] == 0.01
+    diverged = RingParams(compute_base_s=0.01, compute_per_sample_s=1e-4)
+    object.__setattr__(diverged, "compute_base_s", float("nan"))  # what a diverged optimiser could leave
+    for res in (FitResult("ring", diverged, 5, 0.1, 0.2), FitResult("ring", good, 5, float("inf"), 0.2)):
+        with pytest.raises(InputError) as e:
+            res.checked_json("d.csv")
+        assert e.value.file == "d.csv" and "not finite" in e.value.message

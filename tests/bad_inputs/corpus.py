@@ -146,7 +146,7 @@ def trace_cases() -> list[Case]:
             dup = header + [header[1]]
             out.append(_trace_case(f"{fmt}-dup-column", fmt,
                                    _table_text(dup, [r + [r[1]] for r in rows], sep), row=1, field=header[1]))
-            req = header[1]
+            req = next(c for c in header[1:] if c in BAD_CELLS[fmt])  # a column the loader needs
             miss = [c for c in header if c != req]
             out.append(_trace_case(f"{fmt}-missing-column", fmt,
                                    _table_text(miss, [[c for c, h in zip(r, header) if h != req] for r in rows], sep),
@@ -367,13 +367,16 @@ def model_cases() -> list[Case]:
     # degenerate data whose fit is not finite: tiny step times
     tiny = [[p, "32", "1e-300"] for p in ("1", "2", "4", "22", "44")]
     out.append(fit_case("tiny step times", h, tiny, None, "step_time"))
-    out.append(fit_case("unknown model", h, _FIT_OK, None, "model", extra=("--model", "nosuch")))
+    unknown = fit_case("unknown model", h, _FIT_OK, None, "model", extra=("--model", "nosuch"))
+    unknown.file = None  # the option is wrong, not the file
+    out.append(unknown)
     out.append(Case("model-fit out is folder", ["model", "fit", "{d}/data.csv", "--out", "{d}/outdir"],
                     {"data.csv": _table_text(h, _FIT_OK, ","), "outdir/keep": ""}, file="{d}/outdir", field="out"))
     out.append(Case("model-fit out in missing folder", ["model", "fit", "{d}/data.csv", "--out", "{d}/no/such/p.json"],
                     {"data.csv": _table_text(h, _FIT_OK, ",")}, file="{d}/no/such/p.json", field="out"))
     # predict
-    params_ok = ('{"format": "ringsched-step-model/1", "model": "ring", "params": {}}')
+    params_ok = ('{"format": "ringsched-step-model/1", "model": "ring", '
+                 '"params": {"compute_base_s": 0.01, "compute_per_sample_s": 0.0001}}')
     q = _table_text(["placement", "local_bsz"], [["1", "32"], ["22", "64"]], ",")
     pred = {
         "not json": ("{oops", q, "{d}/p.json", None, None),

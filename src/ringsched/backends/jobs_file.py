@@ -42,6 +42,7 @@ from ringsched.validation.bounds import LIMITS
 from ringsched.validation.pydantic_errors import input_error
 from ringsched.validation.yaml_doc import read_yaml
 
+MAX_JOBS = 10_000  # jobs of one real run
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 ENTRY_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -121,7 +122,7 @@ class JobEntry(_Strict):
 
 
 class JobsFile(_Strict):
-    jobs: list[JobEntry] = Field(min_length=1)
+    jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
 
 
 @dataclass(frozen=True)
@@ -187,32 +188,34 @@ def _import_path(paths: tuple[str, ...]):
     return _Ctx()
 
 
-def check_entry(entry: str, paths: tuple[str, ...], *, where: str, file: str | None) -> None:
+def check_entry(entry: str, paths: tuple[str, ...], *, where: str, file: str | None, row: int | None = None) -> None:
     """The entry's module must be findable (it is imported only by the workers)."""
     module = entry.split(":", 1)[0]
     with _import_path(paths):
         try:
             found = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError) as e:
-            raise InputError(f"cannot find module of entry {entry!r}: {e}", file=file, field=where) from None
+            raise InputError(f"cannot find module of entry {entry!r}: {e}", file=file, row=row, field=where) from None
     if not found:
         raise InputError(f"cannot find module {module!r} of entry {entry!r} (not on the Python path "
-                         "nor next to the jobs file)", file=file, field=where)
+                         "nor next to the jobs file)", file=file, row=row, field=where)
 
 
-def _dataset_size(entry: str, paths: tuple[str, ...], args: dict, *, where: str, file: str) -> int:
+def _dataset_size(entry: str, paths: tuple[str, ...], args: dict, *, where: str, file: str,
+                  row: int | None = None) -> int:
     module, fn = entry.split(":", 1)
     with _import_path(paths):
         try:
             f = getattr(importlib.import_module(module), fn)
         except Exception as e:  # noqa: BLE001 - any import problem is bad input here
-            raise InputError(f"cannot import entry {entry!r}: {type(e).__name__}: {e}", file=file, field=where) from None
+            raise InputError(f"cannot import entry {entry!r}: {type(e).__name__}: {e}", file=file, row=row,
+                             field=where) from None
     size = getattr(f, "dataset_size", None)
     if callable(size):
         size = size(args)
-    if not isinstance(size, int) or size <= 0:
-        raise InputError("work in epochs needs epoch_samples (the entry has no dataset_size)",
-                         file=file, field=where)
+    if isinstance(size, bool) or not isinstance(size, int) or LIMITS["job_samples"].problem(size):
+        raise InputError("work in epochs needs epoch_samples (the entry has no usable dataset_size)",
+                         file=file, row=row, field=where)
     return size
 
 
@@ -239,18 +242,20 @@ def load_jobs_file(path: str | Path) -> list[RunJob]:
     paths = (str(path.resolve().parent),)
     out = []
     for i, j in enumerate(spec.jobs):
-        check_entry(j.entry, paths, where=f"jobs[{i}].entry", file=name)
+        check_entry(j.entry, paths, where=f"jobs[{i}].entry", file=name, row=doc.line_of(("jobs", i, "entry")))
         if j.work.samples is not None:
             work = j.work.samples
         else:
-            per_epoch = j.work.epoch_samples or _dataset_size(j.entry, paths, j.args, where=f"jobs[{i}].work", file=name)
+            per_epoch = j.work.epoch_samples or _dataset_size(j.entry, paths, j.args, where=f"jobs[{i}].work",
+                                                              file=name, row=doc.line_of(("jobs", i, "work")))
             work = max(1, math.ceil(j.work.epochs * per_epoch))
             LIMITS["job_samples"].check(work, field=f"jobs[{i}].work", file=name, row=doc.line_of(("jobs", i, "work")),
                                         what="epochs x epoch_samples")
         try:
             json.dumps(j.args)
         except (TypeError, ValueError):
-            raise InputError("args must be plain YAML values", file=name, field=f"jobs[{i}].args") from None
+            raise InputError("args must be plain YAML values (numbers, strings, lists, mappings)", file=name,
+                             row=doc.line_of(("jobs", i, "args")), field=f"jobs[{i}].args") from None
         out.append(RunJob(name=j.name, entry=j.entry, local_bsz=j.batch, work_samples=int(work),
                           min_workers=j.min_workers, max_workers=int(j.max_workers), arrival_s=j.arrival_s,
                           seed=j.seed, tenant=j.tenant, args=dict(j.args), model=j.model or j.name, paths=paths,

@@ -5,7 +5,7 @@
 printed as one line like any ``InputError``, instead of click's boxed panel. Before parsing,
 ``OPTION_BOUNDS`` is attached to every command's options of those names: each given value is
 checked against its bound (``validation.bounds.LIMITS``) before the command runs, and each
-output path of ``OUTPUT_PATHS`` is checked writable, so a bad ``--out`` costs one line, not a run. It also
+output path of ``COMMAND_CHECKS`` is checked writable, so a bad ``--out`` costs one line, not a run. It also
 points numba's cache at a temporary folder when neither the package nor the home folder can
 hold it, so an unwritable HOME does not break every command.
 """
@@ -32,14 +32,18 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "--seed": LIMITS["seed"], "--slot-s": LIMITS["slot_s"], "--restart-s": LIMITS["restart_s"],
     "--checkpoint-s": LIMITS["checkpoint_s"], "--mtbf": LIMITS["mtbf_h"], "--mttr": LIMITS["mttr_h"],
     "--horizon-s": LIMITS["horizon_s"], "--instances": LIMITS["instances"],
-    "--time-limit": LIMITS["time_limit_s"], "--limit": LIMITS["jobs"],
+    "--time-limit": LIMITS["time_limit_s"], "--limit": LIMITS["jobs"], "--confidence": LIMITS["confidence"],
+    "--train-frac": LIMITS["train_frac"], "--workers": LIMITS["workers"],
 }
 LIST_BOUNDS: dict[str, Bound] = {"--loads": LIMITS["load_factor"]}
-# (command, flag) -> the check of an output path, before the command does any work
-OUTPUT_PATHS = {("simulate", "--out"): output_folder, ("compare", "--out"): output_folder,
-                ("sweep", "--out"): output_folder, ("demo", "--out"): output_folder,
-                ("model fit", "--out"): output_file, ("model predict", "--out"): output_file,
-                ("optimum-check", "--details"): output_file}
+# (command, flag) -> check(value, flag), for what a flag means differently in different
+# commands: output paths (a folder or a file), and --seeds (a list of seeds, or a count).
+COMMAND_CHECKS = {("simulate", "--out"): output_folder, ("compare", "--out"): output_folder,
+                  ("sweep", "--out"): output_folder, ("demo", "--out"): output_folder,
+                  ("model fit", "--out"): output_file, ("model predict", "--out"): output_file,
+                  ("optimum-check", "--details"): output_file,
+                  ("sweep", "--seeds"): lambda v, flag: _check_seeds(v),
+                  ("model fidelity", "--seeds"): lambda v, flag: v is None or LIMITS["seeds_count"].check(v, field=flag)}
 _SEEDS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
@@ -61,10 +65,10 @@ def _check_list(bound: Bound, flag: str):
     return callback
 
 
-def _check_seeds(ctx, param, value):
+def _check_seeds(value) -> None:
     """``--seeds A,B,C-D``: every seed within the seed bound, at most ``seeds_count`` of them."""
     if value is None:
-        return value
+        return
     total = 0
     for part in (p for p in str(value).split(",") if p.strip()):
         m = _SEEDS.match(part)
@@ -76,10 +80,9 @@ def _check_seeds(ctx, param, value):
             raise InputError(f"range {part.strip()!r} ends before it starts", field="--seeds")
         total += hi - lo + 1
     LIMITS["seeds_count"].check(total, field="--seeds", what="the number of seeds")
-    return value
 
 
-def _check_output(check, flag: str):
+def _check_command(check, flag: str):
     def callback(ctx, param, value):
         check(value, flag)
         return value
@@ -89,10 +92,8 @@ def _check_output(check, flag: str):
 def _callback(path: str, flags: list[str]):
     """The check of one parameter of the command at ``path``, or None."""
     for flag in flags:
-        if (path, flag) in OUTPUT_PATHS:
-            return _check_output(OUTPUT_PATHS[(path, flag)], flag)
-        if flag == "--seeds":
-            return _check_seeds
+        if (path, flag) in COMMAND_CHECKS:
+            return _check_command(COMMAND_CHECKS[(path, flag)], flag)
         if flag in LIST_BOUNDS:
             return _check_list(LIST_BOUNDS[flag], flag)
         if flag in OPTION_BOUNDS:

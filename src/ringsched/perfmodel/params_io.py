@@ -1,5 +1,5 @@
 """Parameter dataclasses <-> plain dicts (the JSON of `ringsched model fit`), and that JSON read
-strictly: no repeated keys, no NaN or Infinity, every parameter a finite number."""
+strictly: no repeated keys, every parameter a finite number (NaN and Infinity refused by name)."""
 
 from __future__ import annotations
 
@@ -54,10 +54,6 @@ def _no_repeats(pairs: list[tuple[str, object]]) -> dict:
     return out
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def read_params_json(path: Path) -> dict:
     """The document of a parameter file; InputError (naming the file) for anything not plain JSON."""
     try:
@@ -67,7 +63,7 @@ def read_params_json(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read file ({getattr(e, 'strerror', None) or e})", file=str(path)) from None
     try:
-        return json.loads(text, object_pairs_hook=_no_repeats, parse_constant=_no_constant)
+        return json.loads(text, object_pairs_hook=_no_repeats)  # NaN/Infinity: refused by from_dict
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON ({e.msg})", file=str(path), row=e.lineno) from None
     except ValueError as e:

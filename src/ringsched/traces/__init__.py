@@ -31,6 +31,7 @@ import pandas as pd
 from ringsched.errors import InputError
 from ringsched.traces import _io, alibaba, elasticflow, gavel, itp, philly, pollux, synthetic
 from ringsched.traces.schema import COLUMNS, validate
+from ringsched.validation.bounds import LIMITS
 
 Loader = Callable[[str, int], pd.DataFrame]
 
@@ -79,7 +80,8 @@ def _seconds(text: str, default: float) -> float:
     if not m:
         raise InputError(f"window bound {text.strip()!r} is not a time (seconds, or with s/m/h/d)",
                          field="window")
-    return float(m.group(1)) * _UNITS[m.group(2)]
+    return LIMITS["time_s"].check(float(m.group(1)) * _UNITS[m.group(2)], field="window",
+                                  what=f"window bound {text.strip()!r}")
 
 
 def parse_window(text: str) -> tuple[float, float]:

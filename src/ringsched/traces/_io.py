@@ -110,6 +110,8 @@ def require_file(path: Path, *, suffix_hint: str = "") -> Path:
     if path.is_dir():
         hint = f"; expected a {suffix_hint} file" if suffix_hint else ""
         raise InputError(f"is a folder{hint}", file=str(path))
+    if not path.is_file():  # a device or a pipe (/dev/zero) would be read for ever
+        raise InputError("is not a regular file", file=str(path))
     return path
 
 

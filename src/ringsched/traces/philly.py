@@ -43,6 +43,8 @@ def read(path: Path) -> pd.DataFrame:
     tenant = _io.strings(raw, "cluster", path, off, required=False)
 
     arrival = (ts - ts.min()).dt.total_seconds().to_numpy(dtype=float)
+    _io.fail(LIMITS["time_s"].bad(arrival), lambda i: f"is {arrival[i]:g} s after the first submission; "
+             f"a trace may span {LIMITS['time_s'].hi:g} s", path, "timestamp", off)
     rows = _io.file_rows(path, len(raw), off)
     keep = duration > 0
     job_id = "philly-" + pd.Series(rows[keep]).astype(str)

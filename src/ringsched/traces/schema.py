@@ -44,6 +44,8 @@ def validate(df: pd.DataFrame, source: str, rows: np.ndarray | None = None) -> p
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise InputError(f"trace frame lacks columns {missing}", file=source)
+    if len(df) > LIMITS["jobs"].hi:
+        raise InputError(f"the trace has {len(df):,} jobs; at most {LIMITS['jobs'].hi:,.0f}", file=source)
     rows = np.arange(1, len(df) + 1) if rows is None else np.asarray(rows)
     out = df[list(COLUMNS)].copy()
     dur, work = out["duration_s"].to_numpy(dtype=float), out["work_samples"].to_numpy(dtype=float)

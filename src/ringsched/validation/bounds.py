@@ -152,6 +152,9 @@ LIMITS: dict[str, Bound] = {
     "instances": Bound(1, 1_000_000, integer=True),
     "time_limit_s": Bound(0.01, 1e5, lo_open=False, unit="s"),
     "seeds_count": Bound(1, 10_000, integer=True),
+    "confidence": Bound(0.5, 0.999),
+    "workers": Bound(1, 1024, integer=True),                # worker processes
+    "train_frac": Bound(0.01, 0.99),
 }
 
 # Bounds of file sizes and structure.

@@ -285,7 +285,13 @@ class LocalLauncher(Launcher):
                 self.zygote.stdin.write(json.dumps(cmd) + "\n")
             self.zygote.stdin.flush()
         except OSError:
-            pass  # the zygote died meanwhile: its reader thread writes these workers off
+            pass  # the zygote died meanwhile
+        with self.lock:  # a zygote already gone before these were registered forks nothing: write them off
+            lost = [w for w in ws if w.zygote in self.dead_generations and w.pid is None and w.rc is None]
+            for w in lost:
+                w.rc = ZYGOTE_LOST
+        for w in lost:
+            self._maybe_exit(w)
         attempt.host = socket.gethostname()
         # pids arrive asynchronously ("forked"); the controller also gets them in "started"
 

@@ -160,6 +160,9 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
                 final = life
             elif proc.poll() is None:
                 sig = scheduler_kills[life]
+                # its handlers are in place once it has said anything (a signal during the
+                # interpreter's start is the default action: a plain kill, not what is tested here)
+                watch_for(90, watch, proc, until=lambda: (tmp_path / f"life{life}.err").stat().st_size > 0)
                 proc.send_signal(sig)
                 FAULTS[f"real run: scheduler {signal.Signals(sig).name}"] += 1
                 rc = proc.wait(timeout=120)

@@ -51,7 +51,7 @@ def zygotes(scheduler_pid: int) -> list[int]:
     for pid in pids():
         if ppid(pid) == scheduler_pid:
             try:
-                if b"ringsched.backends.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                if b"ringsched.backends.zygote" in Path(f"/proc/{pid}/cmdline").read_bytes():
                     found.append(pid)
             except OSError:
                 pass

@@ -35,7 +35,7 @@ import numpy as np
 from ringsched.backends import ckpt_store, faults
 from ringsched.backends.jobs_file import RunJob, jobs_digest
 from ringsched.backends.journal import Journal, StateWriteError, write_failure
-from ringsched.backends.refit import CPU_PRIOR, Measurement, median_abs_pct_error, refit
+from ringsched.backends.refit import CPU_PRIOR, Measurement, refit
 from ringsched.backends.signals import Interrupted
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError
@@ -187,7 +187,7 @@ class Controller:
         self.stop_s: list[float] = []  # measured: stop asked -> all ranks exited
         self._t0 = time.monotonic()
         self._offset = 0.0
-        self._wall0 = time.perf_counter()
+        self.wall0 = time.perf_counter()
         for j in jobs:  # every job type starts from the CPU prior, refitted as steps are measured
             if j.model not in self.priors:
                 self.priors[j.model] = CPU_PRIOR
@@ -744,67 +744,7 @@ class Controller:
                        if self.loss_first[jid] is not None and self.loss_last[jid] is not None else ""))
 
     # ------------------------------------------------------------------ report
-    def _fitted_step_s(self, a: dict) -> float:
-        """The final (refitted) model's step time for a journaled attempt's shape."""
-        return self.speed.step_time_s(a["model"], a["local_bsz"], (a["workers"], a["servers"], a["max_per_server"], 1))
-
     def summary(self) -> dict:
-        t = self.now()
-        jobs_out = []
-        all_pred, all_meas = [], []
-        attempts = self.journal.attempts()
-        for jid, js in sorted(self.states.items(), key=lambda kv: kv[1].index):
-            j = self.jobs[jid]
-            rows = [a for a in attempts if a["job_id"] == jid]
-            steps = []
-            for a in rows:
-                pred, meas = a["predicted_step_s"], a["measured_step_s"]
-                err = abs(pred / meas - 1.0) if pred and meas else None
-                steps.append({"attempt": a["id"], "workers": a["workers"], "servers": a["servers"],
-                              "informed": bool(a["informed"]),
-                              "placement": a["placement"], "outcome": a["outcome"],
-                              "predicted_s": pred, "measured_s": meas, "measured_steps": a["measured_steps"],
-                              "error": err})
-                if pred and meas:
-                    all_pred.append(pred)
-                    all_meas.append(meas)
-            measured = [a for a in rows if a["measured_step_s"]]
-            refit_pred = [self._fitted_step_s(a) for a in measured]
-            lf, ll = self.loss_first[jid], self.loss_last[jid]
-            jobs_out.append({
-                "job": jid, "model": j.model, "status": js.status, "error": js.reason if js.status == "failed" else None,
-                "reason": js.reason or None, "work_samples": j.work_samples, "done_samples": js.done_samples,
-                "restarts": js.restarts, "resizes": self.counters[jid]["resizes"], "failures": js.failures,
-                "infra_faults": self.counters[jid]["infra_faults"],
-                "crashes": js.failures - self.counters[jid]["infra_faults"],
-                "error_class": rows[-1]["fault"] if js.status == "failed" and rows else None,
-                "preemptions": js.preemptions, "completions": self.counters[jid]["completions"],
-                "workers": [s["workers"] for s in steps],
-                "jct_s": (js.finish_s - js.job.arrival_s) if js.status == "completed" and js.finish_s is not None else None,
-                "loss_first": lf, "loss_last": ll,
-                "loss_fell": (ll < lf) if lf is not None and ll is not None else None,
-                "step_time": steps,
-                "median_step_error": median_abs_pct_error([s["predicted_s"] for s in steps], [s["measured_s"] for s in steps]),
-                "median_step_error_refit": median_abs_pct_error(refit_pred, [a["measured_step_s"] for a in measured]),
-                "fitted_params": self.speed.params(j.model).to_dict(),
-            })
-        count = lambda s: sum(1 for js in self.states.values() if js.status == s)  # noqa: E731
-        return {
-            "backend": self.launcher.name, "policy": self.policy.name, "cluster": self.cluster_spec,
-            "jobs_source": self.jobs_source, "slot_s": self.cfg.slot_s, "state": str(self.journal.dir),
-            "wall_s": time.perf_counter() - self._wall0, "clock_s": t, "decisions": self.decisions,
-            "jobs": jobs_out, "completed": count("completed"), "failed": count("failed"),
-            "rejected": count("rejected"), "unfinished": sum(1 for js in self.states.values() if js.status not in TERMINAL),
-            "resizes": sum(c["resizes"] for c in self.counters.values()),
-            "restarts": sum(js.restarts for js in self.states.values()),
-            "infra_faults": sum(c["infra_faults"] for c in self.counters.values()),
-            "median_step_error": median_abs_pct_error(all_pred, all_meas),
-            "median_step_error_informed": median_abs_pct_error(
-                [a["predicted_step_s"] for a in attempts if a["informed"]],
-                [a["measured_step_s"] for a in attempts if a["informed"]]),
-            "median_step_error_refit": median_abs_pct_error(
-                [self._fitted_step_s(a) for a in attempts if a["measured_step_s"]],
-                [a["measured_step_s"] for a in attempts if a["measured_step_s"]]),
-            "interrupted": self.interrupted,
-            "pid": os.getpid(),
-        }
+        from ringsched.backends.run_summary import summarize  # it reads the controller: imported late
+
+        return summarize(self)

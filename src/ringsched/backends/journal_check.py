@@ -130,7 +130,9 @@ def check_open(path: Path, db, schema_version: str) -> dict[str, str]:
     if rows != ["ok"]:
         raise damaged(path, f"SQLite integrity check: {rows[0]}")
     if meta.get("schema") != schema_version:
-        raise damaged(path, f"schema version {meta.get('schema')!r}, this ringsched writes {schema_version!r}")
+        raise JournalDamaged(f"journal {path} has schema version {meta.get('schema')!r}, this ringsched reads "
+                             f"{schema_version!r}: finish that run with the ringsched that started it, or start "
+                             f"again with a new --state", field="state")
     if not meta.get("run_id"):
         raise damaged(path, "it has no run id")
     return meta

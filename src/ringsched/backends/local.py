@@ -8,7 +8,7 @@ depend on which other jobs share the core, which no placement model can see).
 
 Starting a Python process that imports torch (and torch._dynamo, which the first optimizer
 pulls in) takes about ten seconds of CPU, which would make every resize slow. So the launcher
-starts one *zygote* (``python -m ringsched.backends.worker``) that does those imports once and
+starts one *zygote* (``python -m ringsched.backends.zygote``) that does those imports once and
 then forks a fresh worker process per rank on request (milliseconds). Each worker connects
 back to the launcher over a TCP socket on 127.0.0.1 and proves it holds its own random
 secret (``channel``: an HMAC challenge): events come up that channel as JSON lines, a line
@@ -43,7 +43,7 @@ from ringsched.backends.controller import Attempt, Launcher, LauncherError
 from ringsched.backends.faults import CHANNEL_LOST, ZYGOTE_LOST
 from ringsched.backends.worker import PREFIX
 
-WORKER_MODULE = "ringsched.backends.worker"
+WORKER_MODULE = "ringsched.backends.zygote"
 ZYGOTE_MAX_EARLY_DEATHS = 3
 
 
@@ -285,7 +285,13 @@ class LocalLauncher(Launcher):
                 self.zygote.stdin.write(json.dumps(cmd) + "\n")
             self.zygote.stdin.flush()
         except OSError:
-            pass  # the zygote died meanwhile: its reader thread writes these workers off
+            pass  # the zygote died meanwhile
+        with self.lock:  # a zygote already gone before these were registered forks nothing: write them off
+            lost = [w for w in ws if w.zygote in self.dead_generations and w.pid is None and w.rc is None]
+            for w in lost:
+                w.rc = ZYGOTE_LOST
+        for w in lost:
+            self._maybe_exit(w)
         attempt.host = socket.gethostname()
         # pids arrive asynchronously ("forked"); the controller also gets them in "started"
 

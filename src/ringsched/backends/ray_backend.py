@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from ringsched.backends.controller import Attempt, Launcher
+from ringsched.backends.faults import LAUNCH_FAILED
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError
 
@@ -229,7 +230,7 @@ class RayLauncher(Launcher):
                 out.append((aid, -1, {"ev": "error", "kind": "launch", "error": ra.launch_error}))
                 for r in range(ra.attempt.world):
                     ra.exited.add(r)
-                    out.append((aid, r, {"ev": "exit", "rc": -1}))
+                    out.append((aid, r, {"ev": "exit", "rc": LAUNCH_FAILED}))
                 self._cleanup(aid)
                 continue
             if not ra.refs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -142,6 +143,9 @@ def run(
     except (StateWriteError, LauncherError) as e:
         err.print(f"ringsched: error: {escape(str(e))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_STATE_ERROR) from None
+    except signals.Interrupted as e:  # before the run loop took over (it handles the rest itself)
+        err.print(f"ringsched: interrupted ({signal.Signals(e.signum).name})", highlight=False)
+        raise typer.Exit(signals.exit_code(e.signum)) from None
     finally:
         prog.close()
         if tmp is not None:

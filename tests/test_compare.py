@@ -300,3 +300,49 @@ def test_every_command_has_an_example_and_a_version(cli):
     assert code == 0 and out.strip() == f"ringsched {__version__}"
     _, out, _ = cli("simulate", "--help")
     assert not re.search(r"--json\s+<bool>", out)  # a flag, not an option taking a value
+
+
+def _fitted_file(tmp_path, model: str, slowdown: float) -> Path:
+    """A `ringsched model fit` document for ``model``: the catalogue's parameters on 2x8 with
+    compute ``slowdown`` times slower (as if measured on slower GPUs)."""
+    import dataclasses
+
+    from ringsched.cluster.model import load_cluster
+    from ringsched.perfmodel.catalogue import get_profile
+    from ringsched.perfmodel.physical import ring_params
+
+    p = ring_params(get_profile(model), load_cluster("2x8"))
+    slow = dataclasses.replace(p, compute_base_s=p.compute_base_s * slowdown,
+                               compute_per_sample_s=p.compute_per_sample_s * slowdown)
+    doc = {"format": "ringsched-step-model/1", "model": "ring", "params": slow.to_dict(),
+           "fit": {"rows": 0, "median_ape": 0.0, "p90_ape": 0.0}}
+    path = tmp_path / f"{model}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_fitted_profiles_drive_the_run_and_travel_in_the_config(tmp_path):
+    """`--profiles MODEL=PARAMS.json`: that model's jobs get the work their trace durations
+    take at the fitted (slower) step times; the document is kept in experiment.yaml, so
+    `--config` reproduces the run without the file."""
+    from ringsched.experiment.config import TraceSettings
+    from ringsched.experiment.profiles import read_profile
+    from ringsched.experiment.workload import load_workload
+
+    path = _fitted_file(tmp_path, "resnet50", 3.0)
+    trace = TraceSettings(trace="synthetic:60")
+    base = {j.job_id: j for j in load_workload(trace, "2x8", seed=1).jobs}
+    fitted = load_workload(trace, "2x8", seed=1, profiles=dict([read_profile(f"resnet50={path}")])).jobs
+    changed = [j for j in fitted if j.model == "resnet50"]
+    assert changed and all(j.work_samples < base[j.job_id].work_samples * 0.6 for j in changed)
+    assert all(j.work_samples == base[j.job_id].work_samples for j in fitted if j.model != "resnet50")
+    out = tmp_path / "out"
+    r = ringsched("compare", "--trace", "synthetic:60", "--cluster", "2x8", "--policies", "fifo,gadget", "--seed", "1",
+                  "--profiles", f"resnet50={path}", "--out", out)
+    assert r.returncode == 0, r.stderr
+    path.unlink()  # the config carries the parameters themselves
+    r2 = ringsched("compare", "--config", out / "experiment.yaml", "--out", tmp_path / "again")
+    assert r2.returncode == 0, r2.stderr
+    assert (tmp_path / "again" / "summary.csv").read_bytes() == (out / "summary.csv").read_bytes()
+    code = ringsched("simulate", "--trace", "synthetic:20", "--cluster", "2x8", "--profiles", "resnet50=nope.json")
+    assert code.returncode == 2 and "nope.json" in code.stderr and len(code.stderr.strip().splitlines()) == 1

@@ -93,6 +93,7 @@ def simulate(
     contention: bool = typer.Option(False, "--contention", help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world."),
     horizon_s: float = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting."),
     objective: str = w.ObjectiveOpt,
+    profiles: list[str] = w.ProfilesOpt,
     out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, summary.json here."),
     as_json: bool = typer.Option(False, "--json", metavar="", help="Flag: print the summary as one JSON object on stdout."),
 ) -> None:
@@ -108,12 +109,13 @@ def simulate(
     obj = parse_objective(objective)
     cfg = w.simulator_settings(dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
                                     mttr=mttr, contention=contention, horizon_s=horizon_s)).sim_config(seed)
+    fitted = w.read_profiles(profiles)
     wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,
-                         skip_bad_rows=skip_bad_rows)
+                         skip_bad_rows=skip_bad_rows, profiles=fitted)
     w.report_bad_rows(wl, Console(stderr=True))
     bar = LazyProgress(f"{policy}", len(wl.jobs))
     try:
-        result = run_one(obj, wl.jobs, wl.cluster, policy, cfg, progress=bar)
+        result = run_one(obj, wl.jobs, wl.cluster, policy, cfg, progress=bar, profiles=fitted)
     finally:
         bar.close()
     s = result.summary

@@ -41,6 +41,8 @@ ObjectiveOpt = typer.Option("jct", "--objective",
                             help="Objective NAME[,key=value...]: jct, deadline, energy, fairness or convergence "
                                  "(docs/objectives.md); judges every policy and drives GADGET's decisions.")
 WorkersOpt = typer.Option(None, "--workers", min=1, help="Worker processes (default: min(runs, CPU count)).")
+ProfilesOpt = typer.Option(None, "--profiles", help="MODEL=PARAMS.json (repeatable): jobs of that catalogue model "
+                           "run at the step times of a `ringsched model fit` file (ring model).")
 ConfigOpt = typer.Option(None, "--config", help="EXPERIMENT.yaml (e.g. a previous run's DIR/experiment.yaml); "
                          "options given on the command line override its values.")
 
@@ -50,6 +52,13 @@ TRACE_FIELDS = {"trace": "trace.trace", "vc": "trace.vc", "window": "trace.windo
 SIM_FIELDS = {"slot_s": "simulator.slot_s", "restart_s": "simulator.restart_s",
               "checkpoint_s": "simulator.checkpoint_s", "mtbf": "simulator.mtbf_h", "mttr": "simulator.mttr_h",
               "contention": "simulator.contention", "horizon_s": "simulator.horizon_s"}
+
+
+def read_profiles(items: list[str] | None) -> dict[str, dict]:
+    """``--profiles MODEL=PARAMS.json ...`` -> {model: the parameter document}."""
+    from ringsched.experiment.profiles import read_profile
+
+    return dict(read_profile(x) for x in (items or []))
 
 
 def trace_settings(p: dict) -> TraceSettings:
@@ -76,10 +85,10 @@ def merge_config(ctx: typer.Context, config: Path, kind, fields: dict[str, str],
 
 
 def load_workload(trace: str, cluster: str, *, vc: str | None, window: str | None, limit: int | None,
-                  seed: int, rigid: bool, skip_bad_rows: bool = False) -> Workload:
+                  seed: int, rigid: bool, skip_bad_rows: bool = False, profiles: dict | None = None) -> Workload:
     """The workload of the command-line options (a thin adapter over the experiment layer)."""
     return _load(build(TraceSettings, trace=trace, vc=vc, window=window, limit=limit, rigid=rigid,
-                       skip_bad_rows=skip_bad_rows), cluster, seed=seed)
+                       skip_bad_rows=skip_bad_rows), cluster, seed=seed, profiles=profiles)
 
 
 def parse_policies(text: str) -> list[str]:

@@ -38,7 +38,8 @@ def plot_sweep_metric(agg: pd.DataFrame, metric: Metric, clusters, policies, col
                 _no_data(ax)
                 continue
             x = g["load"].to_numpy(float)
-            ax.fill_between(x, g["ci_low"] * metric.scale, g["ci_high"] * metric.scale, color=colors[p], alpha=0.25, lw=0)
+            ax.fill_between(x, g["ci_low"] * metric.scale, g["ci_high"] * metric.scale, color=colors[p],
+                            alpha=0.25, lw=0)
             ax.plot(x, g["mean"] * metric.scale, marker="o", ms=3, color=colors[p], lw=1.4)
             ax.set_title(f"{p}" + (f" ({cl})" if len(clusters) > 1 else ""), fontsize=8)
             ax.grid(True, alpha=0.3)

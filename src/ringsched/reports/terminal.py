@@ -60,8 +60,8 @@ def compare_table(summary: pd.DataFrame, title: str, width: int) -> Table:
         for m in metrics[:n]:
             table.add_column(m.head, justify="right", no_wrap=True)
         for i, r in enumerate(rows):
-            table.add_row(Text(str(r["policy"])), *(Text(cells[m.key][i], style="bold green" if i in best[m.key] else "")
-                                                    for m in metrics[:n]))
+            marked = (Text(cells[m.key][i], style="bold green" if i in best[m.key] else "") for m in metrics[:n])
+            table.add_row(Text(str(r["policy"])), *marked)
         return table
 
     return _fitting(build, len(metrics), width)

@@ -216,23 +216,23 @@ def test_step_average_and_ecdf_keep_the_shape():
     assert len(xs) == 300 and q[0] == 0.0 and q[-1] == 1.0 and np.all(np.diff(xs) >= 0)
 
 
-def test_config_file_reproduces_the_summary_byte_for_byte(tmp_path):
+def test_config_file_reproduces_the_summary_byte_for_byte(cli, tmp_path):
     """Every workload setting goes into experiment.yaml; `compare --config` of it gives the same
     summary.csv bytes (wall times live in timing.csv), and the workload is named in full."""
     first, again = tmp_path / "first", tmp_path / "again"
-    r = ringsched("compare", "--trace", "synthetic:80,load=2", "--cluster", "2x8", "--policies",
-                  "fifo,gadget:pack_slack=0", "--vc", "vc01", "--limit", "50", "--seed", "2", "--load", "1.5",
-                  "--out", first)
-    assert r.returncode == 0, r.stderr
-    r2 = ringsched("compare", "--config", first / "experiment.yaml", "--out", again)
-    assert r2.returncode == 0, r2.stderr
+    code, stdout, err = cli("compare", "--trace", "synthetic:80,load=2", "--cluster", "2x8", "--policies",
+                            "fifo,gadget:pack_slack=0", "--vc", "vc01", "--limit", "50", "--seed", "2", "--load",
+                            "1.5", "--out", first)
+    assert code == 0, err
+    code, _, err = cli("compare", "--config", first / "experiment.yaml", "--out", again)
+    assert code == 0, err
     assert (again / "summary.csv").read_bytes() == (first / "summary.csv").read_bytes()
     assert (again / "experiment.yaml").read_bytes() == (first / "experiment.yaml").read_bytes()
     s = pd.read_csv(first / "summary.csv", keep_default_na=False)
     assert s[["trace", "vc", "limit", "load", "seed", "cluster_spec"]].iloc[0].tolist() == [
         "synthetic:80,load=2", "vc01", 50, 1.5, 2, "2x8"]
     assert s["policy"].tolist() == ["fifo", "gadget:pack_slack=0"]
-    assert "synthetic:80,load=2, vc vc01, limit 50, load 1.5, seed 2, cluster 2x8" in r.stdout
+    assert "synthetic:80,load=2, vc vc01, limit 50, load 1.5, seed 2, cluster 2x8" in stdout
     assert "vc vc01, limit 50, load 1.5, seed 2" in (first / "report.html").read_text()
     run = json.loads((first / "run.json").read_text())
     assert run["command"][-2:] == ["--out", str(first)] and "numpy" in run["versions"]
@@ -321,7 +321,7 @@ def _fitted_file(tmp_path, model: str, slowdown: float) -> Path:
     return path
 
 
-def test_fitted_profiles_drive_the_run_and_travel_in_the_config(tmp_path):
+def test_fitted_profiles_drive_the_run_and_travel_in_the_config(cli, tmp_path):
     """`--profiles MODEL=PARAMS.json`: that model's jobs get the work their trace durations
     take at the fitted (slower) step times; the document is kept in experiment.yaml, so
     `--config` reproduces the run without the file."""
@@ -337,12 +337,12 @@ def test_fitted_profiles_drive_the_run_and_travel_in_the_config(tmp_path):
     assert changed and all(j.work_samples < base[j.job_id].work_samples * 0.6 for j in changed)
     assert all(j.work_samples == base[j.job_id].work_samples for j in fitted if j.model != "resnet50")
     out = tmp_path / "out"
-    r = ringsched("compare", "--trace", "synthetic:60", "--cluster", "2x8", "--policies", "fifo,gadget", "--seed", "1",
-                  "--profiles", f"resnet50={path}", "--out", out)
-    assert r.returncode == 0, r.stderr
+    code, _, err = cli("compare", "--trace", "synthetic:60", "--cluster", "2x8", "--policies", "fifo,srtf", "--seed",
+                       "1", "--profiles", f"resnet50={path}", "--out", out)
+    assert code == 0, err
     path.unlink()  # the config carries the parameters themselves
-    r2 = ringsched("compare", "--config", out / "experiment.yaml", "--out", tmp_path / "again")
-    assert r2.returncode == 0, r2.stderr
+    code, _, err = cli("compare", "--config", out / "experiment.yaml", "--out", tmp_path / "again")
+    assert code == 0, err
     assert (tmp_path / "again" / "summary.csv").read_bytes() == (out / "summary.csv").read_bytes()
-    code = ringsched("simulate", "--trace", "synthetic:20", "--cluster", "2x8", "--profiles", "resnet50=nope.json")
-    assert code.returncode == 2 and "nope.json" in code.stderr and len(code.stderr.strip().splitlines()) == 1
+    code, _, err = cli("simulate", "--trace", "synthetic:20", "--cluster", "2x8", "--profiles", "resnet50=nope.json")
+    assert code == 2 and "nope.json" in err and len(err.strip().splitlines()) == 1

@@ -346,3 +346,23 @@ def test_fitted_profiles_drive_the_run_and_travel_in_the_config(cli, tmp_path):
     assert (tmp_path / "again" / "summary.csv").read_bytes() == (out / "summary.csv").read_bytes()
     code, _, err = cli("simulate", "--trace", "synthetic:20", "--cluster", "2x8", "--profiles", "resnet50=nope.json")
     assert code == 2 and "nope.json" in err and len(err.strip().splitlines()) == 1
+
+
+def test_mean_jct_marks_use_the_paired_per_job_noise():
+    """b's mean JCT is 2% above a's but its per-job differences swing both ways (noise: tied,
+    where the 1% rule alone would not tie them); c is 2% above on every job (marked worse)."""
+    from ringsched.reports import TABLE_METRICS
+    from ringsched.reports.metrics import best_marks
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(1000, 5000, 200)
+    swing = rng.normal(0.0, 1.0, 200) * base * 0.6
+    rows = {"a": base, "b": base * 1.02 + swing - swing.mean(), "c": base * 1.02}
+    jobs = pd.concat([pd.DataFrame({"policy": p, "job_id": [f"j{i}" for i in range(200)], "jct_s": v})
+                      for p, v in rows.items()])
+    summary = pd.DataFrame({"policy": list(rows), "mean_jct_s": [float(v.mean()) for v in rows.values()]})
+    jct = [m for m in TABLE_METRICS if m.key == "mean_jct_s"]
+    assert best_marks(summary, jct)["mean_jct_s"] == {0}  # share rule alone: b is 2% worse
+    assert best_marks(summary, jct, jobs)["mean_jct_s"] == {0, 1}  # paired: b is within noise, c is not
+    two = summary.iloc[:2]
+    assert best_marks(two, jct, jobs[jobs["policy"] != "c"])["mean_jct_s"] == set()  # everyone ties: no mark

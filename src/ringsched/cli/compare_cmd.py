@@ -81,7 +81,8 @@ def compare(
         from ringsched.reports import headline
 
         console = stdout_console()
-        console.print(compare_table(result.summary, f"{result.workload} (objective {cfg.objective})", console.width))
+        console.print(compare_table(result.summary, f"{result.workload} (objective {cfg.objective})", console.width,
+                                    result.jobs))
         console.print(headline(result.summary), markup=False)
     for k, e in result.errors.items():
         err.print(f"{k} failed: {e}", style="red", markup=False)

@@ -71,7 +71,7 @@ def test_writes_every_output_for_every_policy(compare_all):
     # the terminal table: every policy, best values marked; the report path is the last line
     for p in names:
         assert p in r.stdout
-    assert "* best, beyond 1%" in r.stdout
+    assert "* best beyond noise" in r.stdout
     assert r.stdout.strip().splitlines()[-1] == f"report: {out / 'report.html'}"
     assert "lowest mean JCT" in r.stdout or "same mean JCT" in r.stdout  # the one-sentence headline
     for p in names:

@@ -13,7 +13,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ringsched.cli import workload as w
-from ringsched.errors import InputError
 
 # The count fields printed before the catalogue's metrics (the JSON has every field).
 COUNT_FIELDS = ("jobs", "completed", "waiting", "rejected", "restarts")

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ringsched.reports.html import _figure_html, _meta_list, _page
 from ringsched.reports.metrics import SWEEP_METRICS, Metric, versions
-from ringsched.reports.plots import _colors, _figure, _no_data, _svg
+from ringsched.reports.plots import _colors, _no_data, _svg
 
 def plot_sweep_metric(agg: pd.DataFrame, metric: Metric, clusters, policies, colors) -> str:
     """Small multiples: one row of panels per cluster, one panel per policy (so bands never

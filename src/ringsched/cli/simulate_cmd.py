@@ -84,17 +84,19 @@ def simulate(
     window: str = w.WindowOpt,
     limit: int = w.LimitOpt,
     rigid: bool = w.RigidOpt,
-    slot_s: float = typer.Option(300.0, "--slot-s", help="Scheduling slot (round) length, seconds."),
-    restart_s: float = typer.Option(30.0, "--restart-s", help="Checkpoint-restart cost of a placement change, seconds."),
-    checkpoint_s: float = typer.Option(1800.0, "--checkpoint-s", help="Checkpoint interval while running, seconds."),
-    mtbf: float = typer.Option(None, "--mtbf", help="Mean time between failures of each server, hours (default: no failures)."),
-    mttr: float = typer.Option(2.0, "--mttr", help="Mean time to repair a failed server, hours."),
-    contention: bool = typer.Option(False, "--contention", help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world."),
-    horizon_s: float = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting."),
+    slot_s: float = w.SlotSOpt,
+    restart_s: float = w.RestartSOpt,
+    checkpoint_s: float = w.CheckpointSOpt,
+    mtbf: float = w.MtbfOpt,
+    mttr: float = w.MttrOpt,
+    contention: bool = w.ContentionOpt,
+    horizon_s: float = w.HorizonSOpt,
     objective: str = w.ObjectiveOpt,
     profiles: list[str] = w.ProfilesOpt,
-    out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, summary.json here."),
-    as_json: bool = typer.Option(False, "--json", metavar="", help="Flag: print the summary as one JSON object on stdout."),
+    out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, "
+                             "summary.json here."),
+    as_json: bool = typer.Option(False, "--json", metavar="",
+                                 help="Flag: print the summary as one JSON object on stdout."),
 ) -> None:
     """Simulate one policy on a trace and a cluster."""
     from ringsched.experiment.objectives import parse_objective

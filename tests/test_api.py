@@ -26,15 +26,13 @@ def test_the_docs_example_runs_as_written(capsys):
     assert "demo:200, load 1, seed 1, cluster 4x8" in capsys.readouterr().out
 
 
-def test_compare_from_python_writes_what_the_command_writes(tmp_path):
+def test_compare_from_python_writes_what_the_command_writes(cli, tmp_path):
     import ringsched
 
     r = ringsched.compare("synthetic:40", "2x8", policies="fifo,srtf", seed=3, out=tmp_path)
     assert type(r).__name__ == "CompareResult" and r.summary["policy"].tolist() == ["fifo", "srtf"]
-    cli = subprocess.run([sys.executable, "-m", "ringsched.cli.main", "compare", "--config",
-                          str(tmp_path / "experiment.yaml"), "--out", str(tmp_path / "cli")],
-                         capture_output=True, text=True, timeout=300)
-    assert cli.returncode == 0, cli.stderr
+    code, _, err = cli("compare", "--config", tmp_path / "experiment.yaml", "--out", tmp_path / "cli")
+    assert code == 0, err
     assert (tmp_path / "cli" / "summary.csv").read_bytes() == (tmp_path / "summary.csv").read_bytes()
 
 

@@ -12,7 +12,7 @@ from ringsched.cli import workload as w
 from ringsched.experiment.config import CompareConfig, build
 
 FIELDS = {**w.TRACE_FIELDS, **w.SIM_FIELDS, "cluster": "cluster", "load": "load", "seed": "seed",
-          "policies": "policies", "objective": "objective"}
+          "policies": "policies", "objective": "objective", "profiles": "profiles"}
 
 EPILOG = """Examples:
 
@@ -36,6 +36,7 @@ def compare(
                              "placements.parquet, experiment.yaml, run.json and report.html (default with "
                              "--config: the config's folder)."),
     config: Path = w.ConfigOpt,
+    profiles: list[str] = w.ProfilesOpt,
     vc: str = w.VcOpt,
     skip_bad_rows: bool = w.SkipBadRowsOpt,
     window: str = w.WindowOpt,
@@ -57,15 +58,17 @@ def compare(
     from ringsched.reports.terminal import compare_table, stdout_console
 
     if config is not None:
-        cfg = w.merge_config(ctx, config, CompareConfig, FIELDS, {"policies": w.parse_policies})
+        cfg = w.merge_config(ctx, config, CompareConfig, FIELDS,
+                             {"policies": w.parse_policies, "profiles": w.read_profiles})
         out = out or config.parent
     elif out is None:
         raise InputError("give --out DIR (or --config EXPERIMENT.yaml)", field="out")
     else:
         cfg = build(CompareConfig, trace=w.trace_settings(ctx.params), cluster=cluster, load=load, seed=seed,
                             policies=w.parse_policies(policies), objective=objective,
-                            simulator=w.simulator_settings(ctx.params))
-    cfg = cfg.model_copy(update={"policies": w.parse_policies(cfg.policies), "objective": w.check_objective(cfg.objective)})
+                            profiles=w.read_profiles(profiles), simulator=w.simulator_settings(ctx.params))
+    cfg = cfg.model_copy(update={"policies": w.parse_policies(cfg.policies),
+                                 "objective": w.check_objective(cfg.objective)})
     err = Console(stderr=True, emoji=False, highlight=False)
 
     def loaded(wl, n_workers: int) -> None:
@@ -79,7 +82,8 @@ def compare(
         from ringsched.reports import headline
 
         console = stdout_console()
-        console.print(compare_table(result.summary, f"{result.workload} (objective {cfg.objective})", console.width))
+        console.print(compare_table(result.summary, f"{result.workload} (objective {cfg.objective})", console.width,
+                                    result.jobs))
         console.print(headline(result.summary), markup=False)
     for k, e in result.errors.items():
         err.print(f"{k} failed: {e}", style="red", markup=False)

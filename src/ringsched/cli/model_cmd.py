@@ -15,6 +15,17 @@ from ringsched.errors import InputError
 app = typer.Typer(help="The ring-all-reduce performance model: fit, predict, fidelity.", no_args_is_help=True,
                   epilog="Example: ringsched model table --cluster examples/cluster.yaml -m resnet50")
 
+def working(text: str):
+    """A spinner with the elapsed time on stderr while a long step runs (terminals only)."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True)
+    bar = Progress(SpinnerColumn(), TextColumn(text, markup=False), TimeElapsedColumn(), console=err,
+                   transient=True, disable=not err.is_terminal)
+    bar.add_task(text, total=None)
+    return bar
+
+
 # Placements shown by the demo table: (workers, servers).
 DEMO_PLACEMENTS = ((8, 1), (8, 2), (16, 2), (16, 4), (32, 4), (64, 8), (128, 16))
 
@@ -32,7 +43,8 @@ def fit_cmd(
     if model not in MODELS:
         raise InputError(f"unknown model {model!r}; known: {', '.join(MODELS)}", field="--model")
     _, table = read_placements(data, require_step_time=True)
-    res = fit(MODELS[model], table)
+    with working(f"fitting {model} on {len(table.step_time):,} rows"):
+        res = fit(MODELS[model], table)
     text = json.dumps(res.checked_json(str(data)), indent=2, sort_keys=True, allow_nan=False) + "\n"
     if out is None:
         sys.stdout.write(text)

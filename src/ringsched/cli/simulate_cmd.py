@@ -13,7 +13,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ringsched.cli import workload as w
-from ringsched.errors import InputError
 
 # The count fields printed before the catalogue's metrics (the JSON has every field).
 COUNT_FIELDS = ("jobs", "completed", "waiting", "rejected", "restarts")
@@ -85,17 +84,20 @@ def simulate(
     window: str = w.WindowOpt,
     limit: int = w.LimitOpt,
     rigid: bool = w.RigidOpt,
-    slot_s: float = typer.Option(300.0, "--slot-s", help="Scheduling slot (round) length, seconds."),
-    restart_s: float = typer.Option(30.0, "--restart-s", help="Checkpoint-restart cost of a placement change, seconds."),
-    checkpoint_s: float = typer.Option(1800.0, "--checkpoint-s", help="Checkpoint interval while running, seconds."),
-    mtbf: float = typer.Option(None, "--mtbf", help="Mean time between failures of each server, hours (default: no failures)."),
-    mttr: float = typer.Option(2.0, "--mttr", help="Mean time to repair a failed server, hours."),
-    contention: bool = typer.Option(False, "--contention", help="Rings crossing a NIC or uplink share it (max-min fair) in the simulated world."),
-    horizon_s: float = typer.Option(None, "--horizon-s", help="Stop at this simulated time; unfinished jobs end as waiting."),
+    slot_s: float = w.SlotSOpt,
+    restart_s: float = w.RestartSOpt,
+    checkpoint_s: float = w.CheckpointSOpt,
+    mtbf: float = w.MtbfOpt,
+    mttr: float = w.MttrOpt,
+    contention: bool = w.ContentionOpt,
+    horizon_s: float = w.HorizonSOpt,
     estimates: str = w.EstimatesOpt,
     objective: str = w.ObjectiveOpt,
-    out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, summary.json here."),
-    as_json: bool = typer.Option(False, "--json", metavar="", help="Flag: print the summary as one JSON object on stdout."),
+    profiles: list[str] = w.ProfilesOpt,
+    out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, "
+                             "summary.json here."),
+    as_json: bool = typer.Option(False, "--json", metavar="",
+                                 help="Flag: print the summary as one JSON object on stdout."),
 ) -> None:
     """Simulate one policy on a trace and a cluster."""
     from ringsched.experiment.objectives import parse_objective
@@ -110,12 +112,13 @@ def simulate(
     cfg = w.simulator_settings(dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
                                     mttr=mttr, contention=contention, horizon_s=horizon_s,
                                     estimates=estimates)).sim_config(seed)
+    fitted = w.read_profiles(profiles)
     wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,
-                         skip_bad_rows=skip_bad_rows)
+                         skip_bad_rows=skip_bad_rows, profiles=fitted)
     w.report_bad_rows(wl, Console(stderr=True))
     bar = LazyProgress(f"{policy}", len(wl.jobs))
     try:
-        result = run_one(obj, wl.jobs, wl.cluster, policy, cfg, progress=bar)
+        result = run_one(obj, wl.jobs, wl.cluster, policy, cfg, progress=bar, profiles=fitted)
     finally:
         bar.close()
     s = result.summary

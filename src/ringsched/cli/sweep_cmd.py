@@ -13,7 +13,8 @@ from ringsched.errors import InputError
 from ringsched.experiment.config import SweepConfig, build
 
 FIELDS = {**w.TRACE_FIELDS, **w.SIM_FIELDS, "cluster": "clusters", "loads": "loads", "seeds": "seeds",
-          "policies": "policies", "objective": "objective", "engine": "engine", "address": "address",
+          "policies": "policies", "objective": "objective", "profiles": "profiles", "engine": "engine",
+          "address": "address",
           "confidence": "confidence", "baseline": "baseline"}
 
 EPILOG = """Examples:
@@ -81,6 +82,7 @@ def sweep(
     out: Path = typer.Option(None, "--out", help="Folder for cells.csv, sweep.csv, paired.csv, experiment.yaml, "
                              "run.json and report.html (default with --config: the config's folder)."),
     config: Path = w.ConfigOpt,
+    profiles: list[str] = w.ProfilesOpt,
     engine: str = typer.Option("local", "--engine", help="local (worker processes) or ray."),
     address: str = typer.Option(None, "--address", help="Ray address (auto, ray://HOST:PORT, local); default: "
                                 "start a local Ray instance."),
@@ -106,7 +108,7 @@ def sweep(
     from ringsched.reports.terminal import stdout_console, sweep_table
 
     convert = {"loads": lambda t: _floats(t, "loads"), "seeds": _seeds, "policies": w.parse_policies,
-               "cluster": lambda c: list(dict.fromkeys(c)), "engine": _engine}
+               "cluster": lambda c: list(dict.fromkeys(c)), "engine": _engine, "profiles": w.read_profiles}
     if config is not None:
         cfg = w.merge_config(ctx, config, SweepConfig, FIELDS, convert)
         out = out or config.parent
@@ -116,8 +118,10 @@ def sweep(
         cfg = build(SweepConfig, trace=w.trace_settings(ctx.params), clusters=convert["cluster"](cluster or ["16x8"]),
                           loads=_floats(loads, "loads"), seeds=_seeds(seeds), policies=w.parse_policies(policies),
                           objective=objective, baseline=baseline, confidence=confidence, engine=_engine(engine),
-                          address=address, simulator=w.simulator_settings(ctx.params))
-    cfg = cfg.model_copy(update={"policies": w.parse_policies(cfg.policies), "objective": w.check_objective(cfg.objective)})
+                          address=address, profiles=w.read_profiles(profiles),
+                          simulator=w.simulator_settings(ctx.params))
+    cfg = cfg.model_copy(update={"policies": w.parse_policies(cfg.policies),
+                                 "objective": w.check_objective(cfg.objective)})
     if cfg.address and cfg.engine != "ray":
         raise InputError("--address needs --engine ray", field="address")
     if cfg.baseline is not None and cfg.baseline not in cfg.policies:

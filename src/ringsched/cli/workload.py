@@ -44,6 +44,8 @@ WorkersOpt = typer.Option(None, "--workers", min=1, help="Worker processes (defa
 EstimatesOpt = typer.Option("exact", "--estimates",
                             help="What policies know of each job's work: exact, lognormal:SIGMA or user:FACTOR "
                                  "(docs/metrics.md); the world runs the true work.")
+ProfilesOpt = typer.Option(None, "--profiles", help="MODEL=PARAMS.json (repeatable): jobs of that catalogue model "
+                           "run at the step times of a `ringsched model fit` file (ring model).")
 ConfigOpt = typer.Option(None, "--config", help="EXPERIMENT.yaml (e.g. a previous run's DIR/experiment.yaml); "
                          "options given on the command line override its values.")
 
@@ -54,6 +56,13 @@ SIM_FIELDS = {"slot_s": "simulator.slot_s", "restart_s": "simulator.restart_s",
               "checkpoint_s": "simulator.checkpoint_s", "mtbf": "simulator.mtbf_h", "mttr": "simulator.mttr_h",
               "contention": "simulator.contention", "horizon_s": "simulator.horizon_s",
               "estimates": "simulator.estimates"}
+
+
+def read_profiles(items: list[str] | None) -> dict[str, dict]:
+    """``--profiles MODEL=PARAMS.json ...`` -> {model: the parameter document}."""
+    from ringsched.experiment.profiles import read_profile
+
+    return dict(read_profile(x) for x in (items or []))
 
 
 def trace_settings(p: dict) -> TraceSettings:
@@ -80,10 +89,10 @@ def merge_config(ctx: typer.Context, config: Path, kind, fields: dict[str, str],
 
 
 def load_workload(trace: str, cluster: str, *, vc: str | None, window: str | None, limit: int | None,
-                  seed: int, rigid: bool, skip_bad_rows: bool = False) -> Workload:
+                  seed: int, rigid: bool, skip_bad_rows: bool = False, profiles: dict | None = None) -> Workload:
     """The workload of the command-line options (a thin adapter over the experiment layer)."""
     return _load(build(TraceSettings, trace=trace, vc=vc, window=window, limit=limit, rigid=rigid,
-                       skip_bad_rows=skip_bad_rows), cluster, seed=seed)
+                       skip_bad_rows=skip_bad_rows), cluster, seed=seed, profiles=profiles)
 
 
 def parse_policies(text: str) -> list[str]:

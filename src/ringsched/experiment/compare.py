@@ -25,13 +25,15 @@ from ringsched.experiment.workload import load_workload
 TIMING_COLUMNS = ("sim_wall_s", "wall_s", "mean_decision_ms")
 
 
-def run_policy(policy: str, jobs, cluster, sim: SimulatorSettings, seed: int, objective: str) -> dict:
+def run_policy(policy: str, jobs, cluster, sim: SimulatorSettings, seed: int, objective: str,
+               profiles: dict | None = None) -> dict:
     """One policy on the jobs, in a worker: the result's tables and summary."""
     from ringsched.experiment.run import run_one
 
     t0 = time.perf_counter()
     post("start", policy, len(jobs))
-    result = run_one(objective, jobs, cluster, policy, sim.sim_config(seed), progress=progress_callback(policy))
+    result = run_one(objective, jobs, cluster, policy, sim.sim_config(seed), progress=progress_callback(policy),
+                     profiles=profiles)
     s = dict(result.summary)
     s["sim_wall_s"] = s.pop("wall_s")
     s["wall_s"] = time.perf_counter() - t0
@@ -102,11 +104,12 @@ def run_compare(config: CompareConfig, *, workers: int | None = None, console=No
     from ringsched.experiment.executors import default_workers
 
     t0 = time.perf_counter()
-    wl = load_workload(config.trace, config.cluster, seed=config.seed, load=config.load)
+    wl = load_workload(config.trace, config.cluster, seed=config.seed, load=config.load, profiles=config.profiles)
     n_workers = default_workers(len(config.policies), workers)
     if on_loaded is not None:
         on_loaded(wl, n_workers)
-    tasks = [Task(p, run_policy, (p, wl.jobs, wl.cluster, config.simulator, config.seed, config.objective),
+    tasks = [Task(p, run_policy, (p, wl.jobs, wl.cluster, config.simulator, config.seed, config.objective,
+                                  config.profiles),
                   len(wl.jobs), policy_cost(p)) for p in config.policies]
     outcome = run_parallel(
         tasks, workers=n_workers, console=console, warm=None if quiet else _warm_report, show=not quiet,

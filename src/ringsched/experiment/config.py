@@ -88,6 +88,7 @@ class CompareConfig(BaseModel):
     seed: int = 0
     policies: list[str] = Field(min_length=1)
     objective: str = "jct"
+    profiles: dict[str, dict] = {}  # model -> a `ringsched model fit` document (experiment/profiles.py)
     simulator: SimulatorSettings = SimulatorSettings()
 
 
@@ -106,6 +107,7 @@ class SweepConfig(BaseModel):
     confidence: float = Field(0.95, ge=0.5, le=0.999)
     engine: Literal["local", "ray"] = "local"
     address: str | None = None
+    profiles: dict[str, dict] = {}
     simulator: SimulatorSettings = SimulatorSettings()
 
 

@@ -20,18 +20,19 @@ def policy_run_options(objective: Objective, policy: str, cluster, config) -> tu
 
 
 def run_one(objective: Objective | str, jobs, cluster, policy: str, config=None, *, progress=None,
-            policy_options: dict | None = None):
+            policy_options: dict | None = None, profiles: dict[str, dict] | None = None):
     """Run ``policy`` on ``jobs`` under ``objective``: the SimResult, with the objective's fields
-    in its summary (``objective`` = the canonical spec; ``policy`` = the spec as given)."""
+    in its summary (``objective`` = the canonical spec; ``policy`` = the spec as given).
+    ``profiles``: fitted step-time parameters per model (experiment/profiles.py)."""
+    from ringsched.experiment.profiles import speed_model
     from ringsched.experiment.plugins import load_policy_plugins
-    from ringsched.perfmodel.speed import SpeedModel
     from ringsched.policies import make_policy
     from ringsched.simulator import SimConfig, Simulator
 
     load_policy_plugins()  # a Ray worker starts without them
     obj = parse_objective(objective) if isinstance(objective, str) else objective
     cfg = config or SimConfig()
-    speed = SpeedModel(cluster)
+    speed = speed_model(cluster, profiles)
     prepared = obj.prepare_jobs(list(jobs), cluster, speed)
     rule = obj.stop_rule()
     if rule is not None:

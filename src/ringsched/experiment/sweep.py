@@ -29,11 +29,12 @@ def run_cell(cell: dict) -> dict:
 
     t0 = time.perf_counter()
     trace = TraceSettings.model_validate(cell["trace"])
-    wl = load_workload(trace, cell["cluster"], seed=int(cell["seed"]), load=float(cell["load"]))
+    wl = load_workload(trace, cell["cluster"], seed=int(cell["seed"]), load=float(cell["load"]),
+                       profiles=cell.get("profiles"))
     post("start", cell["key"], len(wl.jobs))
     sim = SimulatorSettings.model_validate(cell["sim"])
     res = run_one(cell["objective"], wl.jobs, wl.cluster, cell["policy"], sim.sim_config(int(cell["seed"])),
-                  progress=progress_callback(cell["key"]))
+                  progress=progress_callback(cell["key"]), profiles=cell.get("profiles"))
     s = dict(res.summary)
     row = {"cluster": cell["cluster"], "load": float(cell["load"]), "seed": int(cell["seed"]),
            "policy": cell["policy"], **{k: v for k, v in wl.columns().items() if k not in ("load", "seed")},
@@ -50,7 +51,7 @@ def run_cell(cell: dict) -> dict:
 def sweep_cells(config: SweepConfig) -> list[dict]:
     trace, sim = config.trace.model_dump(), config.simulator.model_dump()
     return [{"key": f"{cl}|{load:g}|{s}|{p}", "trace": trace, "cluster": cl, "load": load, "seed": s, "policy": p,
-             "objective": config.objective, "sim": sim}
+             "objective": config.objective, "sim": sim, "profiles": config.profiles}
             for cl in config.clusters for load in config.loads for s in config.seeds for p in config.policies]
 
 
@@ -71,7 +72,7 @@ def run_sweep(config: SweepConfig, *, workers: int | None = None, console=None, 
 
     t0 = time.perf_counter()
     for cl in config.clusters:  # bad input: one line and exit 2 before any worker starts
-        load_workload(config.trace, cl, seed=config.seeds[0])
+        load_workload(config.trace, cl, seed=config.seeds[0], profiles=config.profiles)
     cells = sweep_cells(config)
     if console is not None and not quiet:
         console.print(f"{len(cells)} cells: {len(config.clusters)} clusters x {len(config.loads)} loads x "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from dataclasses import dataclass
 
 from ringsched.cluster.model import Cluster, load_cluster
@@ -62,7 +63,8 @@ def scale_arrivals(jobs, load: float) -> list:
 
 
 @functools.lru_cache(maxsize=8)
-def _jobs(trace: TraceSettings, cluster: str, seed: int):
+def _jobs(trace: TraceSettings, cluster: str, seed: int, profiles: str):
+    from ringsched.experiment.profiles import speed_model
     from ringsched.traces import load_trace, parse_window
     from ringsched.traces.convert import to_jobs
 
@@ -70,16 +72,21 @@ def _jobs(trace: TraceSettings, cluster: str, seed: int):
     win = parse_window(trace.window) if trace.window else None
     frame = load_trace(trace.trace, vc=trace.vc, window=win, limit=trace.limit, seed=seed,
                        skip_bad_rows=trace.skip_bad_rows)
-    jobs = to_jobs(frame, cl, seed=seed, elastic=not trace.rigid, source=trace.trace)
+    jobs = to_jobs(frame, cl, seed=seed, elastic=not trace.rigid, source=trace.trace,
+                   speed=speed_model(cl, json.loads(profiles)))
     if not jobs:
         raise InputError("the trace has no jobs after filtering", field="trace")
     return cl, tuple(jobs), frame.attrs
 
 
-def load_workload(trace: TraceSettings, cluster: str, *, seed: int = 0, load: float = 1.0) -> Workload:
-    """The jobs of ``trace`` on ``cluster`` with ``seed``, arrivals scaled by ``load``. Cached
+def load_workload(trace: TraceSettings, cluster: str, *, seed: int = 0, load: float = 1.0,
+                  profiles: dict[str, dict] | None = None) -> Workload:
+    """The jobs of ``trace`` on ``cluster`` with ``seed``, arrivals scaled by ``load``, work from
+    durations at the step times of ``profiles`` where given (experiment/profiles.py). Cached
     per process (a sweep's worker reuses one trace for many cells)."""
-    cl, jobs, attrs = _jobs(trace, cluster, int(seed))
+    from ringsched.experiment.profiles import profiles_key
+
+    cl, jobs, attrs = _jobs(trace, cluster, int(seed), profiles_key(profiles))
     return Workload(trace, cluster, cl, int(seed), float(load), scale_arrivals(jobs, float(load)),
                     int(attrs.get("dropped", 0) or 0), int(attrs.get("bad_rows", 0)),
                     tuple(attrs.get("bad_row_examples", ())))

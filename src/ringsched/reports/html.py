@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ringsched.reports.metrics import HOUR, TABLE_METRICS, TIE_SHARE, best_rows, headline, versions
+from ringsched.reports.metrics import HOUR, TABLE_METRICS, TIE_SHARE, best_marks, headline, versions
 from ringsched.reports import plots
 
 def _change_steps(ch: pd.DataFrame, shown: int = 4) -> str:
@@ -88,10 +88,11 @@ def _figure_html(plot_id: str, svg: str, caption: str, wide: bool = False) -> st
             f"<figcaption>{caption}</figcaption></figure>")
 
 
-def summary_table_html(summary: pd.DataFrame, table_id: str = "summary-table") -> str:
+def summary_table_html(summary: pd.DataFrame, jobs: pd.DataFrame | None = None,
+                       table_id: str = "summary-table") -> str:
     metrics = [m for m in TABLE_METRICS if m.key in summary]
     head = "<th>policy</th>" + "".join(f"<th>{html.escape(m.label)}</th>" for m in metrics)
-    best = {m.key: best_rows(summary[m.key].tolist(), m.better, m) for m in metrics}
+    best = best_marks(summary, metrics, jobs)
     rows = []
     for i, (_, r) in enumerate(summary.iterrows()):
         cells = [f"<td>{html.escape(str(r['policy']))}</td>"]
@@ -198,10 +199,11 @@ def render_compare(summary: pd.DataFrame, jobs: pd.DataFrame, timeline: pd.DataF
         parts.append('<p class="note">No policy finished: nothing to plot.</p>')
         return _page(title, "\n".join(parts))
     parts.append(f'<p id="headline"><strong>{html.escape(headline(summary))}</strong></p>')
-    parts.append('<section id="summary"><h2>Summary</h2>' + summary_table_html(summary) +
-                 f'<p class="caption">Best value per column highlighted where it differs from the others by more '
-                 f'than {TIE_SHARE:.0%}; no mark where every policy ties. JCT = finish - arrival over completed '
-                 'jobs; definitions in docs/metrics.md.</p></section>')
+    parts.append('<section id="summary"><h2>Summary</h2>' + summary_table_html(summary, jobs) +
+                 '<p class="caption">Best value per column highlighted where it is better beyond the run\'s noise: '
+                 'mean JCT, where the mean per-job difference (the same jobs under both policies) exceeds 2 '
+                 f'standard errors; other columns, by more than {TIE_SHARE:.0%}. No mark where every policy ties. '
+                 'Definitions in docs/metrics.md.</p></section>')
     tl_policy = meta.get("story_policy") if meta.get("story_policy") in policies else timeline_policy(
         placements, policies)
     story_fig, story_section = _job_story(jobs, placements, summary, tl_policy, int(meta.get("seed", 0) or 0))

@@ -111,6 +111,40 @@ def best_rows(values: Sequence, better: str | None, metric: Metric | None = None
     return set() if len(tied) == int(finite.sum()) else tied
 
 
+def paired_jct_ties(jobs: pd.DataFrame, policies: Sequence[str], best: str, z: float = 2.0) -> set[str]:
+    """The policies whose mean JCT is within the run's noise of ``best``'s: the mean of the
+    per-job differences (the same job under both, completed under both) lies within ``z``
+    standard errors of 0. One run of a deterministic simulator has no other noise than which
+    jobs happened to arrive; the paired standard error measures exactly that."""
+    jct = jobs.pivot_table(index="job_id", columns="policy", values="jct_s", aggfunc="first")
+    tied = {best}
+    for p in policies:
+        if p == best or p not in jct or best not in jct:
+            continue
+        d = (jct[p] - jct[best]).dropna().to_numpy(float)
+        if d.size < 2:
+            continue
+        se = float(d.std(ddof=1)) / np.sqrt(d.size)
+        if abs(float(d.mean())) <= z * se:
+            tied.add(p)
+    return tied
+
+
+def best_marks(summary: pd.DataFrame, metrics: Sequence[Metric], jobs: pd.DataFrame | None = None) -> dict:
+    """metric key -> the rows marked best. Mean JCT, when the per-job table is given: the best
+    and every policy within the paired noise of it (``paired_jct_ties``); other metrics (and
+    mean JCT without jobs): within TIE_SHARE of the best (``best_rows``). Nothing is marked
+    where every policy ties."""
+    rows = summary.reset_index(drop=True)
+    marks = {m.key: best_rows(rows[m.key].tolist(), m.better, m) for m in metrics if m.key in rows}
+    if jobs is not None and "mean_jct_s" in marks and len(rows) > 1 and rows["mean_jct_s"].notna().any():
+        names = [str(p) for p in rows["policy"]]
+        best = names[int(pd.to_numeric(rows["mean_jct_s"]).idxmin())]
+        tied = paired_jct_ties(jobs, names, best)
+        marks["mean_jct_s"] = set() if len(tied) == len(names) else {i for i, n in enumerate(names) if n in tied}
+    return marks
+
+
 def headline(summary: pd.DataFrame, key: str = "mean_jct_s") -> str:
     """One sentence: who wins on ``key`` and by how much against the worst, or that they tie."""
     m = METRICS_BY_KEY[key]

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ringsched.reports.html import _figure_html, _meta_list, _page
 from ringsched.reports.metrics import SWEEP_METRICS, Metric, versions
-from ringsched.reports.plots import _colors, _figure, _no_data, _svg
+from ringsched.reports.plots import _colors, _no_data, _svg
 
 def plot_sweep_metric(agg: pd.DataFrame, metric: Metric, clusters, policies, colors) -> str:
     """Small multiples: one row of panels per cluster, one panel per policy (so bands never
@@ -38,7 +38,8 @@ def plot_sweep_metric(agg: pd.DataFrame, metric: Metric, clusters, policies, col
                 _no_data(ax)
                 continue
             x = g["load"].to_numpy(float)
-            ax.fill_between(x, g["ci_low"] * metric.scale, g["ci_high"] * metric.scale, color=colors[p], alpha=0.25, lw=0)
+            ax.fill_between(x, g["ci_low"] * metric.scale, g["ci_high"] * metric.scale, color=colors[p],
+                            alpha=0.25, lw=0)
             ax.plot(x, g["mean"] * metric.scale, marker="o", ms=3, color=colors[p], lw=1.4)
             ax.set_title(f"{p}" + (f" ({cl})" if len(clusters) > 1 else ""), fontsize=8)
             ax.grid(True, alpha=0.3)

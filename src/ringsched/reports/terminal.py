@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ringsched.reports.metrics import SWEEP_METRICS, TABLE_METRICS, TIE_SHARE, Metric, best_rows
+from ringsched.reports.metrics import SWEEP_METRICS, TABLE_METRICS, TIE_SHARE, Metric, best_marks
 
 PIPE_WIDTH = 100  # the width of a table written to a pipe or a file
 
@@ -41,18 +41,20 @@ def _table(title: str, caption: str) -> Table:
                  title_justify="left", caption_justify="left", pad_edge=False)
 
 
-def compare_table(summary: pd.DataFrame, title: str, width: int) -> Table:
+def compare_table(summary: pd.DataFrame, title: str, width: int, jobs: pd.DataFrame | None = None) -> Table:
     """One row per policy, the catalogue's metrics that fit in ``width``; the best value per
-    column (beyond noise) bold with ``*``."""
+    column (beyond noise: ``metrics.best_marks``, paired per job for mean JCT when ``jobs`` is
+    given) bold with ``*``."""
     metrics = [m for m in TABLE_METRICS if m.key in summary]
     rows = summary.to_dict("records")
-    best = {m.key: best_rows([r.get(m.key) for r in rows], m.better, m) for m in metrics}
+    best = best_marks(summary, metrics, jobs)
     cells = {m.key: [m.show(r.get(m.key)) + ("*" if i in best[m.key] else "") for i, r in enumerate(rows)]
              for m in metrics}
 
     def build(n: int) -> Table:
         left = len(metrics) - n
-        caption = f"* best, beyond {TIE_SHARE:.0%} of the others (none when all tie)"
+        caption = (f"* best beyond noise: mean JCT paired per job (2 s.e.), others {TIE_SHARE:.0%}"
+                   if jobs is not None else f"* best, beyond {TIE_SHARE:.0%} of the others") + "; none when all tie"
         if left:
             caption += f"; {left} more column{'s' if left > 1 else ''} in summary.csv"
         table = _table(title, caption)
@@ -60,8 +62,8 @@ def compare_table(summary: pd.DataFrame, title: str, width: int) -> Table:
         for m in metrics[:n]:
             table.add_column(m.head, justify="right", no_wrap=True)
         for i, r in enumerate(rows):
-            table.add_row(Text(str(r["policy"])), *(Text(cells[m.key][i], style="bold green" if i in best[m.key] else "")
-                                                    for m in metrics[:n]))
+            marked = (Text(cells[m.key][i], style="bold green" if i in best[m.key] else "") for m in metrics[:n])
+            table.add_row(Text(str(r["policy"])), *marked)
         return table
 
     return _fitting(build, len(metrics), width)

@@ -190,7 +190,7 @@ def test_unfinished_jobs_are_charged_to_the_horizon():
 
 def test_a_job_finishing_inside_the_last_slot_before_the_horizon_completes():
     c = parse_spec("1x8")
-    r = run([job(0, 0, 8, 100.0, c), job(1, 0, 8, 100.0, c)], c, slot_s=300, horizon_s=200.0)
+    r = run([job(0, 0, 8, 100.0, c), job(1, 0, 8, 100.0, c)], c, slot_s=300, horizon_s=200.0, decide_at_events=False)
     row = r.jobs.set_index("job_id").loc["j0"]
     assert row.status == "completed" and row.finish_s == pytest.approx(100.0)
     assert r.summary["gpu_utilization"] <= 1.0 and r.jobs.gpu_s.sum() == pytest.approx(800.0)

@@ -680,3 +680,26 @@ def test_exact_subroutine_respects_gpu_and_nic_capacity_even_when_prices_are_low
     g.book.commit("full0", Plan([(0, 4, (0, 0, 0, 0))], 1200.0, 1.0, 0.0))
     plan = g.search(j, j.work_samples, n, 0, horizon_end_s=40 * 300.0)
     assert plan.first_slot == 4 and plan.first_placement == (0, 1)
+
+
+def test_lending_never_puts_more_rings_on_a_nic_than_it_holds():
+    """A lent ring over two servers takes the ring's NIC share in this slot too: planned jobs
+    lent their crossing placements afterwards must find it taken."""
+    c = parse_spec("3x4")
+    g = Gadget(top_up=False, commit_early_runs=False)
+    a = JobState(Job("a", 0.0, "resnet50", 64, 1000.0, 5, 5, U), 0, 10.0)  # shortest: lent first, must cross
+    b = JobState(job(1, 0.0, 2, 20_000, c), 1, 20_000.0)
+    d = JobState(job(2, 0.0, 2, 20_000, c), 2, 20_000.0)
+    n = nodes(c)
+    g._ensure(n, [a, b, d])
+    g.book.commit("j1", Plan([(5, 10, (1, 2))], 3000.0, 1.0, 0.0))  # two crossing rings on servers 1 and 2 later
+    g.book.commit("j2", Plan([(5, 10, (1, 2))], 3000.0, 1.0, 0.0))
+    out: dict = {}
+    g.lender.lend([a, b, d], n, 0, out, {}, [])  # a has no plan: it is lent GPUs first
+    nic = np.zeros(3)
+    for pl in out.values():
+        servers = np.unique(pl)
+        if servers.size > 1:
+            nic[servers] += g.p.nic_share
+    assert "a" in out and len(set(out["a"])) > 1  # the lent ring crosses servers
+    assert np.all(nic <= 1 + 1e-9), (out, nic)

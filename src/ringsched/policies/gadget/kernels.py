@@ -227,7 +227,7 @@ def window_stats(used_g, used_b, b, front, start):
 
 @_jit
 def fixed_window(ok, prog, remaining, free, bfree, gp, bp):
-    """The window of a fixed embedding (``Gadget._fixed_embedding``): from the first step s0 the
+    """The window of a fixed embedding (``PlanSearch._fixed_embedding``): from the first step s0 the
     job can run until it would be done there at that step's speed (s1, exclusive), each server's
     fewest free GPUs and NIC share over it and its summed prices (numpy's pairwise order).
     s0 = -1 when no step can run."""

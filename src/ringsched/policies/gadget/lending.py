@@ -68,12 +68,14 @@ class IdleCapacity:
         return change
 
     def take_for_lookahead(self, pairs: tuple, multi: bool) -> None:
-        """Lend a placement taken from what stays idle over the lookahead."""
+        """Lend a placement taken from what stays idle over the lookahead: its GPUs and, when it
+        crosses servers, its NIC shares, in this slot and over the lookahead."""
         for s, c in pairs:
             self.free[s] -= c
             self.now_free[s] -= c
             if multi:
                 self.bfree[s] -= self.nic_share
+                self.now_bfree[s] -= self.nic_share
 
     def take_extra(self, extra: np.ndarray, new_srv) -> None:
         """Lend ``extra`` GPUs per server on top of a placement (arrays); ``new_srv``: the servers

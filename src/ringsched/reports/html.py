@@ -58,6 +58,7 @@ table.data th,table.data td{border:1px solid #ddd;padding:.25em .5em;text-align:
 table.data th{background:#f4f4f4} table.data td:first-child,table.data th:first-child{text-align:left}
 table.job-sample td{text-align:left;vertical-align:top} table.job-sample td:nth-child(-n+2){white-space:nowrap}
 td.best{font-weight:700;background:#e6f4ea}
+div.scroll{overflow-x:auto} table.nowrap td{white-space:nowrap}
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:1em}
 figure.plot{margin:0;border:1px solid #e3e3e3;border-radius:4px;padding:.5em;background:#fff}
 figure.plot.wide{grid-column:1/-1}

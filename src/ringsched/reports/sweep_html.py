@@ -22,7 +22,8 @@ def plot_sweep_metric(agg: pd.DataFrame, metric: Metric, clusters, policies, col
     rows_per_cluster = int(np.ceil(len(policies) / cols))
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(2.3 * cols + 0.6, 1.9 * rows_per_cluster * len(clusters) + 0.5), layout="constrained")
+    # the page's full width (11 in) whatever the number of panels, so text keeps one size
+    fig = Figure(figsize=(11.0, 2.3 * rows_per_cluster * len(clusters) + 0.7), layout="constrained")
     axes = fig.subplots(rows_per_cluster * len(clusters), cols, squeeze=False, sharex=True, sharey=True)
     loads = sorted(set(d["load"].astype(float))) if len(d) else []
     for ci, cl in enumerate(clusters):
@@ -80,8 +81,8 @@ def sweep_table_html(agg: pd.DataFrame, paired: pd.DataFrame, baseline: str, con
             else:
                 cells.append("baseline" if pol == baseline else "-")
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return (f'<table class="data summary" id="sweep-table"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table><p class="caption">Mean over seeds [{conf:.0%} Student-t '
+    return (f'<div class="scroll"><table class="data summary nowrap" id="sweep-table"><thead><tr>{head}</tr>'
+            f'</thead><tbody>{"".join(rows)}</tbody></table></div><p class="caption">Mean over seeds [{conf:.0%} Student-t '
             f'interval]; "vs {html.escape(baseline)}": mean of the per-seed differences (policy - '
             f'{html.escape(baseline)} on the same seed) [its interval]. Intervals are clipped to possible '
             'values.</p>')

@@ -177,6 +177,10 @@ def _run_locked(state_dir: Path, backend: str, cl, cluster_spec: str, pol, run_j
     from ringsched.backends.journal import Journal
 
     lock = StateLock(state_dir).acquire()
+    if lock.previous_owner:  # its owner died without releasing it (the kernel did)
+        owner = lock.previous_owner
+        prog.notify(f"state directory lock of pid {owner.get('pid', '?')} on {owner.get('host', '?')} "
+                    f"(no longer running) taken over")
     previous = signals.terminate_gracefully()
     launcher = None
     journal = None

@@ -131,7 +131,7 @@ def run(
     if state is not None and state.exists() and not state.is_dir():
         raise InputError(f"--state {state} exists and is not a directory", field="state")
     tmp = None
-    state_dir = state
+    state_dir = state.resolve() if state is not None else None  # workers (Ray actors) have other cwds
     if state_dir is None:
         tmp = tempfile.mkdtemp(prefix="ringsched-run-")
         state_dir = Path(tmp)

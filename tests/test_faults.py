@@ -330,11 +330,12 @@ def scripted_run(state: Path, script, tmp_path: Path) -> tuple[dict, ScriptedLau
     return ctl.run(), launcher, journal
 
 
-def finishing(overshoot: int):
+def finishing(overshoot: int, folder: str | None = None):
     def script(attempt, config):
         done = config["work_samples"] + overshoot
+        path = str(Path(folder or config["ckpt_dir"]) / "a1-s2-done.pt")
         return [{"ev": "started", "pid": 1, "step": 0, "samples": 0},
-                {"ev": "checkpoint", "step": 2, "samples": done, "done": True, "path": "x.pt", "sha256": "0" * 64},
+                {"ev": "checkpoint", "step": 2, "samples": done, "done": True, "path": path, "sha256": "0" * 64},
                 {"ev": "done", "step": 2, "samples": done}]
     return script
 
@@ -348,9 +349,12 @@ def test_progress_never_exceeds_the_work(tmp_path):
     assert journal.attempts()[0]["end_samples"] == 100.0
 
 
-def test_an_implausible_checkpoint_report_is_not_journaled(tmp_path):
+@pytest.mark.parametrize("overshoot, folder", [(10**12, None), (0, "/etc")])
+def test_an_implausible_checkpoint_report_is_not_journaled(tmp_path, overshoot, folder):
+    """More samples than the work plus a batch, or a file outside the job's checkpoint folder
+    (which pruning would later delete): not journaled."""
     FAULTS["checkpoint: implausible report"] += 1
-    summary, _, journal = scripted_run(tmp_path / "s", finishing(10**12), tmp_path)
+    summary, _, journal = scripted_run(tmp_path / "s", finishing(overshoot, folder), tmp_path)
     assert journal.checkpoints("odd") == []
 
 

@@ -113,6 +113,21 @@ def lie_in_a_sidecar(state: Path) -> bool:
     return True
 
 
+def garbage_in_the_wal_is_refused(state: Path) -> bool:
+    """The killed scheduler's WAL gets a garbage header: the next scheduler must refuse (one
+    line, exit 2, nothing touched); then the WAL is put back and the run goes on."""
+    wal = state / "journal.sqlite-wal"
+    if not wal.exists() or wal.stat().st_size < 64:
+        return False
+    keep = {p: p.read_bytes() for p in (wal, state / "journal.sqlite")}
+    wal.write_bytes(os.urandom(32) + keep[wal][32:])
+    p = subprocess.run(run_cmd(state), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "write-ahead log" in p.stderr, p.stderr
+    assert (state / "journal.sqlite").read_bytes() == keep[state / "journal.sqlite"]
+    wal.write_bytes(keep[wal])
+    return True
+
+
 @pytest.mark.backend
 def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path):
     """One run of three demo jobs, seeded: workers and zygotes SIGKILLed at random moments, a
@@ -191,6 +206,8 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
                 poisoned[job] = (rows[-2]["samples"], last_id)
             if lie_in_a_sidecar(state):
                 FAULTS["real run: lying sidecar"] += 1
+            if garbage_in_the_wal_is_refused(state):
+                FAULTS["real run: WAL garbage after a kill"] += 1
     summary = json.loads((tmp_path / f"life{final}.out").read_text())
     err = (tmp_path / f"life{final}.err").read_text()
     assert proc.returncode == 0, err[-3000:]

@@ -632,11 +632,13 @@ class Controller:
         work = att.job.work_samples
         samples = float(ev["samples"])
         done = bool(ev.get("done"))
-        if samples < att.start_samples or samples > work + att.world * att.job.local_bsz or (done and samples < work):
-            self.notify(f"{jid}: ignored an implausible checkpoint report ({int(samples)} samples)")
+        path = Path(str(ev.get("path", "")))
+        if (samples < att.start_samples or samples > work + att.world * att.job.local_bsz or (done and samples < work)
+                or path.parent != self._ckpt_dir(jid)):  # the journal names files in the job's folder only
+            self.notify(f"{jid}: ignored an implausible checkpoint report ({int(samples)} samples, {path})")
             return
         js.ckpt_samples = min(samples, float(work))
-        self.journal.add_checkpoint(jid, att.id, int(ev["step"]), js.ckpt_samples, done, str(ev.get("path", "")), t,
+        self.journal.add_checkpoint(jid, att.id, int(ev["step"]), js.ckpt_samples, done, str(path), t,
                                     sha256=str(ev.get("sha256", "")), size_bytes=int(ev.get("bytes", 0)))
         self.journal.update_job(jid, ckpt_samples=js.ckpt_samples)
         ckpt_store.prune(self.journal.checkpoints(jid))

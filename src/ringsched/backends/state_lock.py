@@ -85,9 +85,3 @@ class StateLock:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
         self.fd = None
-
-    def __enter__(self) -> "StateLock":
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self.release()

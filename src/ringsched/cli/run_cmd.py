@@ -131,7 +131,7 @@ def run(
     if state is not None and state.exists() and not state.is_dir():
         raise InputError(f"--state {state} exists and is not a directory", field="state")
     tmp = None
-    state_dir = state
+    state_dir = state.resolve() if state is not None else None  # workers (Ray actors) have other cwds
     if state_dir is None:
         tmp = tempfile.mkdtemp(prefix="ringsched-run-")
         state_dir = Path(tmp)
@@ -177,6 +177,10 @@ def _run_locked(state_dir: Path, backend: str, cl, cluster_spec: str, pol, run_j
     from ringsched.backends.journal import Journal
 
     lock = StateLock(state_dir).acquire()
+    if lock.previous_owner:  # its owner died without releasing it (the kernel did)
+        owner = lock.previous_owner
+        prog.notify(f"state directory lock of pid {owner.get('pid', '?')} on {owner.get('host', '?')} "
+                    f"(no longer running) taken over")
     previous = signals.terminate_gracefully()
     launcher = None
     journal = None

@@ -53,7 +53,7 @@ import pandas as pd
 
 from ringsched.errors import InputError
 from ringsched.traces import _io
-from ringsched.validation.bounds import LIMITS
+from ringsched.validation.bounds import LIMITS, Bound
 from ringsched.validation.keyvalue import key_values
 
 # Philly num_gpus counts (Pollux/adaptdl simulator/traces/philly.csv, 82,247 jobs).
@@ -95,23 +95,43 @@ def default_rate_per_h(load: float = DEFAULTS["load"], max_duration_s: float = D
     return load * cluster_gpus / (mean_gpus() * mean_duration_s(max_duration_s)) * 3600.0
 
 
-def parse_options(text: str) -> tuple[int, dict[str, float]]:
-    """``N[,key=value...]`` -> (N, options). InputError (field 'trace') on anything else,
-    an unknown or repeated key included; values are checked by ``generate``."""
+def parse_count_and_options(text: str, bounds: dict[str, Bound], *, what: str) -> tuple[int, dict[str, float]]:
+    """``N[,key=value...]`` of a generated workload (``what``: synthetic, or another shape) ->
+    (N, options): N a whole number, keys from ``bounds``, each at most once and within its
+    bound. InputError (field 'trace') on anything else."""
     head, *rest = [p.strip() for p in text.split(",")]
     try:
         n = int(head)
     except ValueError:
-        raise InputError(f"synthetic:N needs a whole number of jobs, got {head!r} "
-                         f"(grammar: synthetic:N[,key=value...])", field="trace") from None
-    texts = key_values(rest, OPTIONS, what="synthetic", field="trace")
-    opts = {k: OPTION_BOUNDS[k].parse(v, field="trace", what=f"synthetic option {k}") for k, v in texts.items()}
-    return n, opts
+        raise InputError(f"{what}:N needs a whole number of jobs, got {head!r} "
+                         f"(grammar: {what}:N[,key=value...])", field="trace") from None
+    texts = key_values(rest, bounds, what=what, field="trace")
+    return n, {k: bounds[k].parse(v, field="trace", what=f"{what} option {k}") for k, v in texts.items()}
+
+
+def check_jobs(n_jobs) -> None:
+    """N must be a whole job count within ``LIMITS``."""
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or LIMITS["jobs"].problem(int(n_jobs)):
+        raise InputError(f"number of jobs must be {LIMITS['jobs'].describe()}, got {n_jobs!r}", field="trace")
+
+
+def check_span(n_jobs: int, rate_per_h: float) -> None:
+    """N arrivals at ``rate_per_h`` must fit in the time a trace may span (a tiny rate would
+    otherwise make a simulation that never ends)."""
+    span_s = n_jobs / rate_per_h * 3600.0
+    if LIMITS["time_s"].problem(span_s):
+        raise InputError(f"{n_jobs:,} jobs at {rate_per_h:g} jobs/h arrive over ~{span_s:.3g} s, beyond "
+                         f"the {LIMITS['time_s'].hi:g} s a trace may span; raise the rate or the load",
+                         field="trace")
+
+
+def parse_options(text: str) -> tuple[int, dict[str, float]]:
+    """``N[,key=value...]`` -> (N, options) of ``synthetic``; values are checked again by ``generate``."""
+    return parse_count_and_options(text, OPTION_BOUNDS, what="synthetic")
 
 
 def _check(n_jobs, opts: dict) -> dict[str, float]:
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or LIMITS["jobs"].problem(int(n_jobs)):
-        raise InputError(f"number of jobs must be {LIMITS['jobs'].describe()}, got {n_jobs!r}", field="trace")
+    check_jobs(n_jobs)
     unknown = sorted(set(opts) - set(OPTIONS))
     if unknown:
         raise InputError(f"unknown synthetic option {unknown[0]!r}; known: {', '.join(OPTIONS)}", field="trace")
@@ -122,11 +142,7 @@ def _check(n_jobs, opts: dict) -> dict[str, float]:
         o[k] = OPTION_BOUNDS[k].check(v, field="trace", what=f"synthetic option {k}")
     if "rate_per_h" not in o:
         o["rate_per_h"] = default_rate_per_h(o["load"], o["max_duration_s"])
-    span_s = n_jobs / o["rate_per_h"] * 3600.0
-    if LIMITS["time_s"].problem(span_s):
-        raise InputError(f"{n_jobs:,} jobs at {o['rate_per_h']:g} jobs/h arrive over ~{span_s:.3g} s, beyond "
-                         f"the {LIMITS['time_s'].hi:g} s a trace may span; raise rate_per_h or load",
-                         field="trace")
+    check_span(n_jobs, o["rate_per_h"])
     return o
 
 

@@ -119,6 +119,7 @@ LIMITS: dict[str, Bound] = {
     "tenants": Bound(1, 100, integer=True),
     "zipf": Bound(0, 100),
     "max_duration_s": Bound(1, 1e9, unit="s"),
+    "time_scale": Bound(1e-3, 1e4),                        # a generated shape's durations divided by it
     # clusters
     "servers": Bound(1, 100_000, integer=True),
     "server_gpus": Bound(1, 1024, integer=True),

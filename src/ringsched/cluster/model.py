@@ -27,6 +27,17 @@ DEFAULT_LATENCY_INTER_S = 25e-6  # per ring step across servers
 DEFAULT_REDUCTION_BPS = 1.0e12  # GPU reduction speed C (memory-bound: read 2, write 1)
 
 
+_GPU_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+def gpu_link_defaults(gpu: str) -> tuple[float, float]:
+    """(intra_Bps, nic_Bps) a server of GPU type ``gpu`` gets unless the spec says otherwise."""
+    from ringsched.perfmodel.gpus import GPU_TYPES
+
+    t = GPU_TYPES.get(gpu)
+    return (t.intra_Bps, t.nic_Bps) if t is not None else (DEFAULT_INTRA_BPS, DEFAULT_NIC_BPS)
+
+
 @dataclass(frozen=True)
 class Server:
     name: str
@@ -34,8 +45,11 @@ class Server:
     intra_Bps: float = DEFAULT_INTRA_BPS
     nic_Bps: float = DEFAULT_NIC_BPS
     rack: str | None = None
+    gpu: str = "h200"  # GPU type (perfmodel/gpus.py): a ring runs on one type
 
     def __post_init__(self) -> None:
+        if not _GPU_NAME.match(self.gpu):
+            raise ValueError(f"server {self.name}: GPU type must be a lower-case name, got {self.gpu!r}")
         if self.gpus < 1:
             raise ValueError(f"server {self.name}: gpus must be >= 1, got {self.gpus}")
         for f in ("intra_Bps", "nic_Bps"):
@@ -93,6 +107,11 @@ class Cluster:
         return int(self.gpus.sum())
 
     @cached_property
+    def gpu_types(self) -> tuple[str, ...]:
+        """The GPU types present, in order of first appearance."""
+        return tuple(dict.fromkeys(s.gpu for s in self.servers))
+
+    @cached_property
     def rack_index(self) -> np.ndarray:
         """Rack number of every server (-1 when the cluster has no racks)."""
         order = {r.name: i for i, r in enumerate(self.racks)}
@@ -101,9 +120,10 @@ class Cluster:
     def describe(self) -> str:
         groups: dict[tuple, int] = {}
         for s in self.servers:
-            key = (s.gpus, s.intra_Bps, s.nic_Bps)
+            key = (s.gpus, s.intra_Bps, s.nic_Bps, s.gpu)
             groups[key] = groups.get(key, 0) + 1
-        parts = [f"{n}x{g} GPUs (intra {i / 1e9:g} GB/s, NIC {b * 8 / 1e9:g} Gb/s)" for (g, i, b), n in groups.items()]
+        parts = [f"{n}x{g} {t.upper()} GPUs (intra {i / 1e9:g} GB/s, NIC {b * 8 / 1e9:g} Gb/s)"
+                 for (g, i, b, t), n in groups.items()]
         racks = f", {len(self.racks)} racks" if self.racks else ""
         return "; ".join(parts) + racks
 
@@ -116,6 +136,7 @@ _KEYS = {
     "oversub": "rack uplink oversubscription (uplink = servers per rack x NIC / oversub)",
     "latency_intra_us": "per-step latency inside a server, microseconds",
     "latency_inter_us": "per-step latency across servers, microseconds",
+    "gpu": "GPU type of every server (h200, t4; default links follow the type)",
 }
 
 
@@ -129,11 +150,17 @@ def parse_spec(spec: str) -> Cluster:
     if n < 1 or g < 1:
         raise InputError(f"impossible cluster {spec!r}: need at least 1 server of at least 1 GPU", field="cluster")
     vals: dict[str, float] = {}
+    gpu = "h200"
     for opt in opts:
         key, sep, raw = opt.partition("=")
         key = key.strip()
         if not sep or key not in _KEYS:
             raise InputError(f"unknown cluster option {opt!r}; known: {', '.join(_KEYS)}", field="cluster")
+        if key == "gpu":
+            gpu = raw.strip().lower()
+            if not _GPU_NAME.match(gpu):
+                raise InputError(f"cluster option gpu must be a GPU type name, got {raw.strip()!r}", field="cluster")
+            continue
         try:
             v = float(raw)
         except ValueError:
@@ -141,8 +168,9 @@ def parse_spec(spec: str) -> Cluster:
         if not np.isfinite(v) or v <= 0:
             raise InputError(f"cluster option {key} must be positive, got {raw.strip()!r}", field="cluster")
         vals[key] = v
-    intra = vals.get("intra_GBps", DEFAULT_INTRA_BPS / 1e9) * 1e9
-    nic = vals.get("nic_Gbps", DEFAULT_NIC_BPS * 8 / 1e9) * 1e9 / 8
+    intra0, nic0 = gpu_link_defaults(gpu)
+    intra = vals.get("intra_GBps", intra0 / 1e9) * 1e9
+    nic = vals.get("nic_Gbps", nic0 * 8 / 1e9) * 1e9 / 8
     n_racks = int(vals.get("racks", 0))
     if n_racks > n:
         raise InputError(f"impossible cluster {spec!r}: more racks than servers", field="cluster")
@@ -155,7 +183,7 @@ def parse_spec(spec: str) -> Cluster:
         rack_of = [f"r{min(i // per, n_racks - 1)}" for i in range(n)]
     elif "oversub" in vals:
         raise InputError("cluster option oversub needs racks=R", field="cluster")
-    servers = tuple(Server(f"s{i}", g, intra, nic, rack_of[i]) for i in range(n))
+    servers = tuple(Server(f"s{i}", g, intra, nic, rack_of[i], gpu) for i in range(n))
     return Cluster(
         servers, racks,
         latency_intra_s=vals.get("latency_intra_us", DEFAULT_LATENCY_INTRA_S * 1e6) * 1e-6,

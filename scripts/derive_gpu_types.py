@@ -36,13 +36,19 @@ def shared_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared"
 
 
+def _rounded(v):
+    """9 decimals for times, 6 for the knot lists (JSON lists): stable text, same predictions."""
+    if isinstance(v, (list, tuple)):
+        return [round(float(x), 6) for x in v]
+    return round(v, 9) if isinstance(v, float) else v
+
+
 def derive(folder: Path, app: str, where: str) -> dict:
     """The PARAMS.json document (plus source and batch range) of one application."""
     table = read_pollux_profile_dir(folder)
     res = fit(MODELS["ring"], table)
     doc = res.to_json()
-    doc["params"] = {k: (round(v, 9) if isinstance(v, float) else [round(x, 6) for x in v] if isinstance(v, list) else v)
-                     for k, v in doc["params"].items()}
+    doc["params"] = {k: _rounded(v) for k, v in doc["params"].items()}
     doc["fit"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in doc["fit"].items()}
     doc["max_local_bsz"] = int(table.local_bsz.max())
     doc["source"] = (f"Measured on NVIDIA T4 nodes of 4 GPUs (Pollux, OSDI'21): {where}/{app}/"

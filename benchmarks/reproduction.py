@@ -1,0 +1,132 @@
+"""Reproduce the Pollux artifact's published average JCTs on its workloads (docs/reproduction.md).
+
+    python benchmarks/reproduction.py [--workload 6] [--policies tiresias,optimus,pollux]
+                                      [--cluster 16x4,gpu=t4] [--slot-s 60] [--restart-s 30]
+
+The Pollux artifact (petuum/adaptdl, branch osdi21-artifact, simulator/README.md) publishes,
+for workload 6 on 16 nodes x 4 T4: pollux 2,446.1 s, optimus (Optimus+Oracle+TunedJobs)
+5,301.9 s, tiresias (Tiresias+TunedJobs) 3,469.7 s. This script builds the workload's jobs
+the way the artifact's simulator treats them (below), runs ringsched's policies of those names
+on ``--cluster`` with the artifact's 60 s scheduling interval and 30 s restart delay, and
+prints each average JCT beside the published one.
+
+Jobs (from ``workload-N.csv``: name, time, application, num_replicas, batch_size):
+* work: the application's Pollux work (``traces.pollux.WORK_SAMPLES``, samples at the
+  initial batch M0) converted to samples at the job's own total batch with the measured
+  statistical efficiency (``NoiseScale.samples_at``), since ringsched counts work at the job's
+  batch;
+* tiresias: rigid, num_replicas GPUs, per-GPU batch batch_size // num_replicas (TunedJobs);
+* optimus: elastic on 1..num_replicas GPUs at that per-GPU batch (ringsched's convention);
+* pollux: adaptive batch, 1..min(64, largest measured batch // smallest measured per-GPU
+  batch) GPUs, except ncf, which the artifact pins to batch 32,768 on one GPU.
+Needs the workloads under ``<repo>/../shared/traces/philly-pollux/workloads`` (or
+RINGSCHED_SHARED); prints ``skipped: ...`` without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+PUBLISHED = {6: {"pollux": 2446.13125, "optimus": 5301.875, "tiresias": 3469.69375}}
+SOURCE = "petuum/adaptdl@osdi21-artifact simulator/README.md (average JCT, seconds)"
+
+
+def shared_dir() -> Path:
+    env = os.environ.get("RINGSCHED_SHARED")
+    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def build_jobs(path: Path, policy: str, cluster) -> list:
+    """The workload's jobs as the artifact's simulator runs them under ``policy``."""
+    from ringsched.job import Job
+    from ringsched.objectives.defaults import jct_utility
+    from ringsched.perfmodel.efficiency import noise_scale
+    from ringsched.traces import pollux as pt
+
+    raw = pd.read_csv(path)
+    t0 = float(raw["time"].min())
+    jobs = []
+    for r in raw.itertuples(index=False):
+        app, model = r.application, pt.MODELS[r.application]
+        ns = noise_scale(model)
+        reps, batch = int(r.num_replicas), int(r.batch_size)
+        local, lo, hi, adaptive = max(1, batch // reps), reps, reps, False
+        if policy == "optimus":
+            lo = 1
+        elif policy == "pollux":
+            adaptive, lo, hi = True, 1, min(64, ns.max_batch // ns.min_local_bsz)
+            if app == "ncf":
+                reps, local, hi, adaptive = 1, 32768, 1, False
+        hi = min(hi, cluster.total_gpus)
+        work = ns.samples_at(pt.WORK_SAMPLES[app], reps * local)
+        jobs.append(Job(str(r.name), float(r.time) - t0, model, local, work, min(lo, hi), hi,
+                        jct_utility(3600.0, reps), requested_gpus=min(reps, hi), adaptive_batch=adaptive))
+    return jobs
+
+
+def make(policy: str):
+    """ringsched's policy of that name; ``tiresias-artifact`` is ringsched's Tiresias with the
+    artifact's settings (two queues split at 16 GPU-hours, no promotion)."""
+    from ringsched.policies import make_policy
+    from ringsched.policies.tiresias import Tiresias
+
+    if policy == "tiresias-artifact":
+        return Tiresias(queue_thresholds_gpu_s=(16 * 3600.0,), promote_knob=None)
+    return make_policy(policy)
+
+
+def run(path: Path, policy: str, spec: str, slot_s: float, restart_s: float) -> dict:
+    from ringsched.cluster import load_cluster
+    from ringsched.simulator.engine import SimConfig, Simulator
+
+    cluster = load_cluster(spec)
+    jobs = build_jobs(path, policy.removesuffix("-artifact"), cluster)
+    w0 = time.perf_counter()
+    sim = Simulator(jobs, cluster, make(policy), SimConfig(slot_s=slot_s, restart_s=restart_s))
+    res = sim.run()
+    js = res.jobs
+    done = js[js.status == "completed"]
+    return {"policy": policy, "mean_jct_s": float((done.finish_s - done.arrival_s).mean()),
+            "completed": len(done), "jobs": len(js), "makespan_s": float(done.finish_s.max()),
+            "gpu_util": float(res.summary.get("gpu_utilization", float("nan"))),
+            "decision_ms": 1e3 * sim.decision_wall_s / max(1, sim.decisions),
+            "wall_s": time.perf_counter() - w0,
+            "by_app": (done.finish_s - done.arrival_s).groupby(done.job_id.str.rsplit("-", n=1).str[0]).mean().round(0).to_dict()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", type=int, default=6)
+    ap.add_argument("--policies", default="tiresias,tiresias-artifact,optimus,pollux")
+    ap.add_argument("--cluster", default="16x4,gpu=t4")
+    ap.add_argument("--slot-s", type=float, default=60.0)
+    ap.add_argument("--restart-s", type=float, default=30.0)
+    args = ap.parse_args(argv)
+    path = shared_dir() / "traces" / "philly-pollux" / "workloads" / f"workload-{args.workload}.csv"
+    if not path.exists():
+        print(f"skipped: no Pollux workload at {path} (set RINGSCHED_SHARED)")
+        return 0
+    published = PUBLISHED.get(args.workload, {})
+    print(f"workload-{args.workload} on {args.cluster}, slot {args.slot_s:g} s, restart {args.restart_s:g} s; "
+          f"published: {SOURCE}")
+    print(f"{'policy':10s} {'mean JCT s':>11s} {'published':>10s} {'ratio':>6s} {'done':>8s} "
+          f"{'util':>5s} {'ms/decision':>11s} {'wall s':>7s}  mean JCT by application (s)")
+    for pol in args.policies.split(","):
+        r = run(path, pol.strip(), args.cluster, args.slot_s, args.restart_s)
+        pub = published.get(r["policy"].removesuffix("-artifact"))
+        ratio = f"{r['mean_jct_s'] / pub:6.2f}" if pub else "     -"
+        print(f"{r['policy']:10s} {r['mean_jct_s']:11.1f} {pub or float('nan'):10.1f} {ratio} "
+              f"{r['completed']:>4d}/{r['jobs']:<3d} {r['gpu_util']:5.2f} {r['decision_ms']:11.2f} "
+              f"{r['wall_s']:7.1f}  {r['by_app']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,7 +17,7 @@ Jobs (from ``workload-N.csv``: name, time, application, num_replicas, batch_size
   batch;
 * tiresias: rigid, num_replicas GPUs, per-GPU batch batch_size // num_replicas (TunedJobs);
 * optimus: elastic on 1..num_replicas GPUs at that per-GPU batch (ringsched's convention);
-* pollux: adaptive batch, 1..min(64, largest measured batch // smallest measured per-GPU
+* pollux, sia: adaptive batch, 1..min(64, largest measured batch // smallest measured per-GPU
   batch) GPUs, except ncf, which the artifact pins to batch 32,768 on one GPU.
 Needs the workloads under ``<repo>/../shared/traces/philly-pollux/workloads`` (or
 RINGSCHED_SHARED); prints ``skipped: ...`` without them.
@@ -60,7 +60,7 @@ def build_jobs(path: Path, policy: str, cluster) -> list:
         local, lo, hi, adaptive = max(1, batch // reps), reps, reps, False
         if policy == "optimus":
             lo = 1
-        elif policy == "pollux":
+        elif policy in ("pollux", "sia"):
             adaptive, lo, hi = True, 1, min(64, ns.max_batch // ns.min_local_bsz)
             if app == "ncf":
                 reps, local, hi, adaptive = 1, 32768, 1, False

@@ -62,6 +62,13 @@ def allowed_counts(min_w: int, max_w: int, gps: int, total: int) -> list[int]:
     return out
 
 
+def restart_factor(js, now_s: float, delay_s: float) -> float:
+    """Pollux's discount of a changed allocation: (age - restarts x delay) / (age + delay),
+    the share of the job's life so far not lost to restarts, one more included."""
+    age = max(0.0, now_s - js.job.arrival_s)
+    return max(age - js.restarts * delay_s, 0.0) / (age + delay_s) if age + delay_s > 0 else 1.0
+
+
 def power_value(x: np.ndarray, p: float) -> np.ndarray:
     """The per-job term whose sum the power mean ranks by (monotone in the mean)."""
     if p == 0:
@@ -129,9 +136,7 @@ class Pollux(Policy):
         base, good = self._goodput(js, cnt, nodes)
         scaled = good / base / nodes.gpus_per_server if base > 0 else np.zeros_like(good)
         if self.params.restart_penalty:
-            age = max(0.0, nodes.now_s - js.job.arrival_s)
-            delay = nodes.restart_s
-            factor = max(age - js.restarts * delay, 0.0) / (age + delay) if age + delay > 0 else 1.0
+            factor = restart_factor(js, nodes.now_s, nodes.restart_s)
             scaled = np.where(np.asarray(cnt) != len(js.placement), scaled * factor, scaled)
         return power_value(scaled, self.params.p)
 
@@ -161,14 +166,14 @@ class Pollux(Policy):
         for i in order:
             cnt = counts[i]
             for w in reversed([c for c in cnt if 0 < c <= chosen[i]]):
-                p = _place_one(w, free, gps)
+                p = place_one(w, free, gps)
                 if p is not None:
                     out[jobs[i].job_id] = p
                     break
         return out
 
 
-def _place_one(w: int, free: np.ndarray, gps: int):
+def place_one(w: int, free: np.ndarray, gps: int):
     """One server (the fullest that holds w) when w <= gps, else w / gps whole empty servers."""
     if w <= gps:
         fits = np.flatnonzero(free >= w)

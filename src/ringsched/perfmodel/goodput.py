@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ringsched.perfmodel.efficiency import noise_scale
+from ringsched.perfmodel.ring import step_time_s
 from ringsched.perfmodel.speed import Placement, Shape, SpeedModel, consolidated_shape
 
 CANDIDATES = 12  # per-GPU batches tried per worker count, geometrically spaced
@@ -70,3 +71,33 @@ def goodput_by_workers(speed: SpeedModel, job, done_fraction: float, max_workers
         out[w] = goodput_of(speed, job, done_fraction, consolidated_shape(w, gpus_per_server), gpu)[1]
     return out
 
+
+
+def goodput_table(speed: SpeedModel, job, done_fraction: float, counts, gpus_per_server: int,
+                  gpu: str | None = None) -> np.ndarray:
+    """``goodput_of`` at each of ``counts`` GPUs on consolidated placements of one type, in
+    one vectorised evaluation of the step-time model (planning: policies search many counts;
+    equal to ``goodput_of`` up to floating-point rounding)."""
+    tm = speed.typed(job.model, gpu)
+    params = speed.params(job.model, gpu)
+    ws, ms, owner = [], [], []
+    for i, w in enumerate(counts):
+        if w > 0:
+            c = batch_candidates(job, w, tm.max_local_bsz)
+            ws += [w] * len(c)
+            ms += c
+            owner += [i] * len(c)
+    out = np.zeros(len(counts))
+    if not ws:
+        return out
+    w = np.array(ws, dtype=float)
+    m = np.array(ms, dtype=float)
+    shape = [consolidated_shape(int(x), gpus_per_server) for x in ws]
+    k = np.array([s[1] for s in shape], dtype=float)
+    d = np.array([s[2] for s in shape], dtype=float)
+    tput = w * m / step_time_s(params, m, w, k, d, 1)
+    ns = noise_scale(job.model)
+    if ns is not None and job.adaptive_batch:
+        tput = tput * ns.rate_factor(job.requested_gpus * job.local_bsz, w * m, done_fraction)
+    np.maximum.at(out, np.array(owner), tput)
+    return out

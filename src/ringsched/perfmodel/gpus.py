@@ -66,16 +66,16 @@ class TypedModel:
 
 
 def _read_params(path: Path) -> tuple[RingParams, dict]:
-    from ringsched.perfmodel.fit import load_fitted
-
+    """A ``ringsched model fit --model ring`` output file (read without importing the fitter)."""
     try:
         doc = json.loads(path.read_text())
-        model, params = load_fitted(doc)
+        if not isinstance(doc, dict) or doc.get("format") != "ringsched-step-model/1":
+            raise ValueError("missing format 'ringsched-step-model/1'")
+        if doc.get("model") != "ring":
+            raise ValueError(f"model must be 'ring' (model fit --model ring), got {doc.get('model')!r}")
+        params = RingParams.from_dict(doc.get("params", {}))
     except (OSError, ValueError, TypeError) as e:
         raise InputError(f"not a usable parameter file ({e})", file=str(path)) from None
-    if model.name != "ring":
-        raise InputError("a GPU-type profile must be a ring-model fit (model fit --model ring)",
-                         file=str(path), field="model")
     return params, doc
 
 

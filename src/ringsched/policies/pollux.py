@@ -34,8 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ringsched.perfmodel.efficiency import noise_scale
-from ringsched.perfmodel.goodput import goodput_of
-from ringsched.perfmodel.speed import consolidated_shape
+from ringsched.perfmodel.goodput import goodput_table
 from ringsched.policies.base import Policy
 from ringsched.policies.common import arrival_key, take_all
 from ringsched.policies.registry import register
@@ -149,9 +148,7 @@ class Pollux(Policy):
         key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, tuple(cnt))
         t = self._tables.get(key)
         if t is None:
-            gps, speed = nodes.gpus_per_server, nodes.speed
-            t = [goodput_of(speed, j, done, consolidated_shape(w, gps))[1] for w in [1] + cnt]
-            t = self._tables[key] = np.array(t)
+            t = self._tables[key] = goodput_table(nodes.speed, j, done, [1] + cnt, nodes.gpus_per_server)
         return float(t[0]), t[1:]
 
     def _place(self, jobs, chosen, counts, free, gps, previous):

@@ -32,8 +32,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_matrix
 
 from ringsched.perfmodel.efficiency import noise_scale
-from ringsched.perfmodel.goodput import goodput_of
-from ringsched.perfmodel.speed import consolidated_shape
+from ringsched.perfmodel.goodput import goodput_table
 from ringsched.policies.base import Policy
 from ringsched.policies.common import arrival_key, take_all
 from ringsched.policies.pollux import DONE_STEP, place_one, restart_factor
@@ -76,7 +75,7 @@ class Sia(Policy):
     def __init__(self, params: SiaParams | None = None, **overrides):
         self.params = params or SiaParams(**overrides)
         self._speed = None
-        self._cache: dict[tuple, float] = {}
+        self._cache: dict[tuple, np.ndarray] = {}
         self.last_status = ""  # HiGHS' message of the last round (benchmarks read it)
 
     def optimize(self, jobs, nodes, previous_allocations):
@@ -108,14 +107,12 @@ class Sia(Policy):
         raw = []
         for t, (idx, gps, up) in types.items():
             counts = [j.requested_gpus] if j.rigid else sia_counts(gps, len(idx))
-            for w in counts:
-                if j.min_workers <= w <= min(j.max_workers, up):
-                    key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, t, w, gps)
-                    g = self._cache.get(key)
-                    if g is None:
-                        g = self._cache[key] = goodput_of(nodes.speed, j, done, consolidated_shape(w, gps), t)[1]
-                    if g > 0:
-                        raw.append((t, w, g))
+            counts = tuple(w for w in counts if j.min_workers <= w <= min(j.max_workers, up))
+            key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, t, counts, gps)
+            g = self._cache.get(key)
+            if g is None:
+                g = self._cache[key] = goodput_table(nodes.speed, j, done, counts, gps, t)
+            raw += [(t, w, float(x)) for w, x in zip(counts, g) if x > 0]
         if not raw:
             return []
         low = min(g for _, _, g in raw)

@@ -13,9 +13,11 @@ speedup is 1, and 1e-3 is added before the power, so an idle job counts (1e-3)^p
 Here: the speedups come from ringsched's model (``perfmodel/goodput.py``: an oracle of the
 job's goodput, where Pollux fits it online), on consolidated placements of the default GPU
 type; adaptive-batch jobs (``Job.adaptive_batch``) run at their goodput-best batch, rigid ones
-at their own. The allowed counts of a job are 0, then [min_workers, max_workers] up to one
-server, then whole servers: a job that spans servers takes them whole, which enforces the
-one-distributed-job-per-node rule by construction (the paper allows e.g. 4 + 2). The search
+at their own. The allowed counts of a job are 0 and, within [min_workers, max_workers], the powers of
+two that divide a server's GPU count, that count, then whole servers (Sia's configurations):
+a job that spans servers takes them whole, which enforces the one-distributed-job-per-node
+rule by construction (the paper allows e.g. 4 + 2 or 3 GPUs), and the sizes divide each
+other, so a chosen set that fits the GPU total always packs onto empty servers. The search
 is exact for that count problem: the power mean is a sum of per-job terms under one GPU
 budget, so a knapsack dynamic program over (job, GPUs used) finds the maximum (ties: fewer
 GPUs), in O(jobs x GPUs x counts); ``tests/test_pollux_sia.py`` checks it against brute force
@@ -53,12 +55,22 @@ class PolluxParams:
             raise ValueError(f"p must be a finite number, got {self.p}")
 
 
+def server_counts(gps: int, servers: int) -> list[int]:
+    """Counts of one type with ``gps`` GPUs per server: the powers of two that divide gps, gps
+    itself, then whole servers. The sizes form a divisibility chain, so largest-first best
+    fit packs any set of them that fits the GPU total into empty servers (no fragmentation)."""
+    out, w = [], 1
+    while w < gps:
+        if gps % w == 0:
+            out.append(w)
+        w *= 2
+    return out + [gps * k for k in range(1, servers + 1)]
+
+
 def allowed_counts(min_w: int, max_w: int, gps: int, total: int) -> list[int]:
-    """Worker counts a job may get: 0, [min_w, min(max_w, gps)], then multiples of gps."""
+    """0 and the ``server_counts`` within [min_w, min(max_w, total)]."""
     top = min(max_w, total)
-    out = [0] + list(range(min_w, min(top, gps) + 1))
-    out += [w for w in range(2 * gps, top + 1, gps) if w >= min_w]
-    return out
+    return [0] + [w for w in server_counts(gps, max(1, total // gps)) if min_w <= w <= top]
 
 
 def restart_factor(js, now_s: float, delay_s: float) -> float:

@@ -4,7 +4,8 @@
 The paper and its artifact (siasosp23/artifacts, ``sia-simulator/sia.py``): each job has a
 goodput (throughput x statistical efficiency, Pollux's) for every configuration (GPU type,
 number of GPUs), where the counts of a type with G GPUs per node are 1, 2, 4, ... up to G on
-one node, then whole nodes (2G, 3G, ...); a rigid job has one configuration per type (its
+one node, then whole nodes (2G, 3G, ...; here ``pollux.server_counts``: the powers of two
+that divide G); a rigid job has one configuration per type (its
 GPU count). Goodputs are normalised by the job's smallest positive one, raised to the power
 p (default -0.5) and clipped at 3,000; every configuration but the job's current one is
 multiplied by Pollux's restart factor (age - restarts x delay) / (age + delay) (1 while the
@@ -35,7 +36,7 @@ from ringsched.perfmodel.efficiency import noise_scale
 from ringsched.perfmodel.goodput import goodput_table
 from ringsched.policies.base import Policy
 from ringsched.policies.common import arrival_key, take_all
-from ringsched.policies.pollux import DONE_STEP, place_one, restart_factor
+from ringsched.policies.pollux import DONE_STEP, place_one, restart_factor, server_counts
 from ringsched.policies.registry import register
 
 CLIP = 3000.0  # largest term (the artifact's sia_goodput_clip_val)
@@ -54,15 +55,6 @@ class SiaParams:
             raise ValueError(f"lambda_n must be >= 0, got {self.lambda_n}")
         if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
             raise ValueError(f"time_limit_s must be > 0, got {self.time_limit_s}")
-
-
-def sia_counts(gps: int, servers: int) -> list[int]:
-    """1, 2, 4, ... up to ``gps`` on one node (and ``gps`` itself), then whole nodes."""
-    out, w = [], 1
-    while w < gps:
-        out.append(w)
-        w *= 2
-    return out + [gps * k for k in range(1, servers + 1)]
 
 
 @register
@@ -106,7 +98,7 @@ class Sia(Policy):
         done = round(js.done_at(nodes.now_s) / j.work_samples / DONE_STEP) * DONE_STEP if adaptive else 0.0
         raw = []
         for t, (idx, gps, up) in types.items():
-            counts = [j.requested_gpus] if j.rigid else sia_counts(gps, len(idx))
+            counts = [j.requested_gpus] if j.rigid else server_counts(gps, len(idx))
             counts = tuple(w for w in counts if j.min_workers <= w <= min(j.max_workers, up))
             key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, t, counts, gps)
             g = self._cache.get(key)

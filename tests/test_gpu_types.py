@@ -101,3 +101,23 @@ def test_profiles_dir_registers_a_new_type_from_a_fit_file(tmp_path):
     with pytest.raises(InputError) as e:
         SpeedModel(parse_spec("1x4,gpu=t4"), GpuProfiles((bad,))).params("resnet50")
     assert "resnet50.json" in str(e.value.file)
+
+
+def test_simulate_takes_profiles_for_a_new_type(cli, tmp_path, monkeypatch):
+    from ringsched.perfmodel.catalogue import profile_names
+
+    monkeypatch.delenv("RINGSCHED_PROFILES", raising=False)
+    h200 = SpeedModel(parse_spec("1x4"))
+    (tmp_path / "a100").mkdir()
+    for m in profile_names():
+        doc = {"format": "ringsched-step-model/1", "model": "ring", "params": h200.params(m).to_dict()}
+        (tmp_path / "a100" / f"{m}.json").write_text(json.dumps(doc))
+    code, out, err = cli("simulate", "--trace", "synthetic:20", "--cluster", "2x4,gpu=a100",
+                         "--profiles", str(tmp_path), "--json")
+    assert code == 0, err
+    assert json.loads(out)["jobs"] == 20
+    monkeypatch.delenv("RINGSCHED_PROFILES")  # the option sets it for this process and its workers
+    code, out, err = cli("simulate", "--trace", "synthetic:20", "--cluster", "2x4,gpu=a100")
+    assert code == 2 and "a100" in err and "Traceback" not in err
+    code, out, err = cli("simulate", "--trace", "synthetic:5", "--profiles", str(tmp_path / "absent"))
+    assert code == 2 and "absent" in err and "Traceback" not in err

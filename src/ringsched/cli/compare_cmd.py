@@ -317,6 +317,7 @@ def compare(
     cluster: str = w.ClusterOpt,
     policies: str = w.PoliciesOpt,
     objective: str = w.ObjectiveOpt,
+    profiles: list[Path] = w.ProfilesOpt,
     seed: int = w.SeedOpt,
     out: Path = typer.Option(..., "--out", help="Folder for summary.csv, jobs.parquet, timeline.parquet, "
                              "placements.parquet and report.html."),
@@ -335,6 +336,10 @@ def compare(
     workers: int = w.WorkersOpt,
 ) -> None:
     """Run several policies on the same trace and cluster in parallel; table, files and an HTML report."""
+    if profiles:
+        from ringsched.perfmodel.gpus import use_profiles
+
+        use_profiles(profiles)
     t0 = time.perf_counter()
     err = Console(stderr=True)
     names = w.parse_policies(policies)

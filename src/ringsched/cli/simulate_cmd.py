@@ -76,6 +76,7 @@ def simulate(
     window: str = w.WindowOpt,
     limit: int = w.LimitOpt,
     rigid: bool = w.RigidOpt,
+    profiles: list[Path] = w.ProfilesOpt,
     slot_s: float = typer.Option(300.0, "--slot-s", help="Scheduling slot (round) length, seconds."),
     restart_s: float = typer.Option(30.0, "--restart-s", help="Checkpoint-restart cost of a placement change, seconds."),
     checkpoint_s: float = typer.Option(1800.0, "--checkpoint-s", help="Checkpoint interval while running, seconds."),
@@ -92,6 +93,10 @@ def simulate(
     from ringsched.policies.registry import parse_policy
     from ringsched.simulator import SimConfig
 
+    if profiles:
+        from ringsched.perfmodel.gpus import use_profiles
+
+        use_profiles(profiles)
     t0 = time.perf_counter()
     if admission is not None:
         policy += ("," if ":" in policy else ":") + f"admission={admission}"

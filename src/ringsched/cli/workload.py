@@ -20,6 +20,8 @@ WindowOpt = typer.Option(None, "--window", help="START:END, submission-time wind
 LimitOpt = typer.Option(None, "--limit", min=1, help="Keep the first N jobs by arrival.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the synthetic trace, the model mapping and failures.")
 RigidOpt = typer.Option(False, "--rigid", help="Pin every job to its requested GPUs (default: elastic 1..requested).")
+ProfilesOpt = typer.Option(None, "--profiles", help="Folder of step-model parameter files DIR/<gpu type>/<model>.json "
+                           "(ringsched model fit output): new GPU types or models' per-type speeds (docs/catalogue.md); repeatable.")
 SkipBadRowsOpt = typer.Option(False, "--skip-bad-rows",
                               help="Leave out trace rows that fail a check, and count them, instead of stopping "
                                    "at the first.")

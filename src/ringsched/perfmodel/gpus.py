@@ -6,8 +6,8 @@ comes from, in order:
 1. a **parameter file** for (type, model): the output of ``ringsched model fit`` (PARAMS.json,
    format ``ringsched-step-model/1``, ring model), i.e. compute *and* communication fitted on
    measurements of that type. Built in: ``gpu_profiles/t4/*.json``, fitted on Pollux's T4
-   measurements (scripts/derive_gpu_types.py); more with ``--profiles DIR``
-   (``DIR/<type>/<model>.json``; a new directory name is a new type);
+   measurements (scripts/derive_gpu_types.py); more with ``--profiles DIR`` / env
+   RINGSCHED_PROFILES (``DIR/<type>/<model>.json``; a new directory name is a new type);
 2. else the catalogue profile (H200 numbers) with its compute time multiplied by the type's
    ``compute_factor`` and communication from the server's bandwidths (``perfmodel/physical.py``).
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -128,6 +129,23 @@ def _cached_params(path: Path) -> tuple[RingParams, dict]:
     return _read_params(path)
 
 
+PROFILES_ENV = "RINGSCHED_PROFILES"  # folders of parameter files, separated by os.pathsep
+
+
+def default_profiles() -> GpuProfiles:
+    """The built-in parameter files plus the folders named by env RINGSCHED_PROFILES (set by
+    ``use_profiles``; an environment variable so that worker processes see them too)."""
+    return _profiles_for(tuple(d for d in os.environ.get(PROFILES_ENV, "").split(os.pathsep) if d))
+
+
+def use_profiles(dirs) -> None:
+    """Make every SpeedModel created from now on (in this process and its children) also read
+    the parameter files in ``dirs`` (``--profiles DIR``); checks them now."""
+    dirs = tuple(str(d) for d in dirs)
+    _profiles_for(dirs)
+    os.environ[PROFILES_ENV] = os.pathsep.join(dirs)
+
+
 @cache
-def builtin_profiles() -> GpuProfiles:
-    return GpuProfiles()
+def _profiles_for(dirs: tuple[str, ...]) -> GpuProfiles:
+    return GpuProfiles(dirs)

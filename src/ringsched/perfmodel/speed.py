@@ -13,7 +13,7 @@ from collections import Counter
 
 from ringsched.cluster.model import Cluster
 from ringsched.perfmodel.efficiency import noise_scale
-from ringsched.perfmodel.gpus import GpuProfiles, builtin_profiles
+from ringsched.perfmodel.gpus import GpuProfiles, default_profiles
 from ringsched.perfmodel.physical import ring_params
 from ringsched.perfmodel.ring import RingParams, step_time_s
 
@@ -48,7 +48,7 @@ class SpeedModel:
 
     def __init__(self, cluster: Cluster, profiles: GpuProfiles | None = None):
         self.cluster = cluster
-        self.profiles = profiles or builtin_profiles()
+        self.profiles = profiles or default_profiles()
         for t in cluster.gpu_types:
             self.profiles.check_type(t)
         self.gpu = cluster.servers[0].gpu  # the default type

@@ -16,7 +16,8 @@ Jobs (from ``workload-N.csv``: name, time, application, num_replicas, batch_size
   statistical efficiency (``NoiseScale.samples_at``), since ringsched counts work at the job's
   batch;
 * tiresias: rigid, num_replicas GPUs, per-GPU batch batch_size // num_replicas (TunedJobs);
-* optimus: elastic on 1..num_replicas GPUs at that per-GPU batch (ringsched's convention);
+* optimus (and gadget, for information): elastic on 1..num_replicas GPUs at that per-GPU
+  batch (ringsched's convention);
 * pollux, sia: adaptive batch, 1..min(64, largest measured batch // smallest measured per-GPU
   batch) GPUs, except ncf, which the artifact pins to batch 32,768 on one GPU.
 Needs the workloads under ``<repo>/../shared/traces/philly-pollux/workloads`` (or
@@ -76,7 +77,7 @@ def build_jobs(path: Path, policy: str, cluster) -> list:
         ns = noise_scale(model)
         reps, batch = int(r.num_replicas), int(r.batch_size)
         local, lo, hi, adaptive = max(1, batch // reps), reps, reps, False
-        if policy == "optimus":
+        if policy in ("optimus", "gadget"):
             lo = 1
         elif policy in ("pollux", "sia"):
             adaptive, lo, hi = True, 1, min(64, ns.max_batch // ns.min_local_bsz)

@@ -27,7 +27,6 @@ RINGSCHED_SHARED); prints ``skipped: ...`` without them.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time

@@ -24,8 +24,9 @@ GPUs), in O(jobs x GPUs x counts); ``tests/test_pollux_sia.py`` checks it agains
 on small cases, where the genetic algorithm is a heuristic for the same objective. Placement:
 jobs whose count is unchanged keep their servers; the others go largest first, a one-server
 job on the fullest server that holds it, a multi-server one on the lowest-numbered empty
-servers; a job that does not fit (fragmentation) shrinks to the next allowed count that does.
-No autoscaling, no online fitting, no interference model (the simulator has none).
+servers; a job that does not fit (fragmentation around kept jobs) shrinks to the next allowed
+count that does. Racks are ignored, as by Pollux. No autoscaling, no online fitting, no
+interference model (the simulator has none).
 """
 
 from __future__ import annotations
@@ -138,11 +139,11 @@ class Pollux(Policy):
         for js in jobs:
             cnt = allowed_counts(js.job.min_workers, js.job.max_workers, gps, budget)
             counts.append(cnt)
-            values.append(self._values(js, cnt, nodes, budget))
+            values.append(self._values(js, cnt, nodes))
         chosen = best_counts(values, counts, budget)
         return self._place(jobs, chosen, counts, free, gps, previous_allocations)
 
-    def _values(self, js, cnt: list[int], nodes, budget: int) -> np.ndarray:
+    def _values(self, js, cnt: list[int], nodes) -> np.ndarray:
         """Per-job power-mean terms at each allowed count."""
         base, good = self._goodput(js, cnt, nodes)
         scaled = good / base / nodes.gpus_per_server if base > 0 else np.zeros_like(good)

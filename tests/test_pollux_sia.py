@@ -182,3 +182,14 @@ def test_runs_complete_every_job_within_capacity(tmp_path_factory, policy, seed,
     assert (r.jobs.status == "completed").all()
     again = Simulator(jobs, c, make_policy(policy), SimConfig(slot_s=60.0, mtbf_h=mtbf, seed=seed)).run()
     assert r.jobs.equals(again.jobs)
+
+
+def test_solver_chatter_on_fd_1_is_dropped_and_stdout_restored(capfd):
+    import os
+
+    from ringsched.policies.sia import _quiet_stdout
+
+    with _quiet_stdout():
+        os.write(1, b"HighsMipSolverData::chatter\n")
+    os.write(1, b"after\n")
+    assert capfd.readouterr().out == "after\n"

@@ -26,6 +26,9 @@ smaller configuration of that type when fragmentation leaves no room. Periodic, 
 from __future__ import annotations
 
 import math
+import os
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +43,22 @@ from ringsched.policies.pollux import DONE_STEP, place_one, restart_factor, serv
 from ringsched.policies.registry import register
 
 CLIP = 3000.0  # largest term (the artifact's sia_goodput_clip_val)
+
+
+@contextmanager
+def _quiet_stdout():
+    """HiGHS' MIP code prints debug lines to file descriptor 1 whatever its options say
+    ("HighsMipSolverData::transformNewIntegerFeasibleSolution ..."), which would corrupt
+    ``--json`` output: point fd 1 at /dev/null while it solves."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 @dataclass(frozen=True)
@@ -137,8 +156,9 @@ class Sia(Policy):
                 k += 1
         a = csr_matrix((vals, (rows, cols)), shape=(len(jobs) + len(types), n))
         upper = np.concatenate([np.ones(len(jobs)), [float(types[t][2]) for t in types]])
-        res = milp(cost, constraints=LinearConstraint(a, -np.inf, upper), integrality=np.ones(n),
-                   bounds=Bounds(0, 1), options={"time_limit": self.params.time_limit_s, "mip_rel_gap": 1e-4})
+        with _quiet_stdout():
+            res = milp(cost, constraints=LinearConstraint(a, -np.inf, upper), integrality=np.ones(n),
+                       bounds=Bounds(0, 1), options={"time_limit": self.params.time_limit_s, "mip_rel_gap": 1e-4})
         self.last_status = res.message
         if res.x is None:
             return [None] * len(jobs)

@@ -114,12 +114,13 @@ def _mixed(tmp_path):
     return load_cluster(str(f))
 
 
-def test_sia_solves_its_program_exactly_and_rings_stay_on_one_type(tmp_path):
-    c = _mixed(tmp_path)
+@pytest.mark.parametrize("spec", ["mixed", "2x4"])  # MILP (two types) and knapsack (one type)
+def test_sia_solves_its_program_exactly_and_rings_stay_on_one_type(tmp_path, spec):
+    c = _mixed(tmp_path) if spec == "mixed" else parse_spec(spec)
     sp = SpeedModel(c)
     jobs = [_job(i, m, 2, b, hi=8) for i, (m, b) in enumerate([("resnet50", 64), ("yolov3", 8), ("bert_base", 16)])]
     states = _states(jobs)
-    nodes = Nodes(c, np.ones(4, dtype=bool), 500.0, 60.0, sp, 30.0)
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 500.0, 60.0, sp, 30.0)
     pol = Sia()
     types = pol._types(nodes)
     configs = [pol._configs(js, types, nodes) for js in states]

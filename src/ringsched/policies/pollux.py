@@ -17,7 +17,8 @@ at their own. The allowed counts of a job are 0 and, within [min_workers, max_wo
 two that divide a server's GPU count, that count, then whole servers (Sia's configurations):
 a job that spans servers takes them whole, which enforces the one-distributed-job-per-node
 rule by construction (the paper allows e.g. 4 + 2 or 3 GPUs), and the sizes divide each
-other, so a chosen set that fits the GPU total always packs onto empty servers. The search
+other, so a chosen set that fits the GPU total always packs onto empty servers (a job whose
+bounds hold none of them, e.g. rigid at 3 GPUs, may only run at its minimum). The search
 is exact for that count problem: the power mean is a sum of per-job terms under one GPU
 budget, so a knapsack dynamic program over (job, GPUs used) finds the maximum (ties: fewer
 GPUs), in O(jobs x GPUs x counts); ``tests/test_pollux_sia.py`` checks it against brute force
@@ -69,9 +70,11 @@ def server_counts(gps: int, servers: int) -> list[int]:
 
 
 def allowed_counts(min_w: int, max_w: int, gps: int, total: int) -> list[int]:
-    """0 and the ``server_counts`` within [min_w, min(max_w, total)]."""
+    """0 and the ``server_counts`` within [min_w, min(max_w, total)]; when none is (e.g. a
+    rigid job of 3 GPUs on servers of 4), its ``min_w`` (if it fits the cluster)."""
     top = min(max_w, total)
-    return [0] + [w for w in server_counts(gps, max(1, total // gps)) if min_w <= w <= top]
+    inside = [w for w in server_counts(gps, max(1, total // gps)) if min_w <= w <= top]
+    return [0] + (inside or ([min_w] if min_w <= total else []))
 
 
 def restart_factor(js, now_s: float, delay_s: float) -> float:
@@ -91,22 +94,16 @@ def power_value(x: np.ndarray, p: float) -> np.ndarray:
 def best_counts(values: list[np.ndarray], counts: list[list[int]], budget: int) -> list[int]:
     """argmax sum_j values[j][i_j] subject to sum_j counts[j][i_j] <= budget (exact DP;
     among optima the one found first, which prefers fewer GPUs for later jobs)."""
-    neg = -np.inf
-    best = np.full(budget + 1, neg)
+    best = np.full(budget + 1, -np.inf)
     best[0] = 0.0
+    g_all = np.arange(budget + 1)
     choices = []
     for vals, cnt in zip(values, counts):
-        new = np.full(budget + 1, neg)
-        pick = np.zeros(budget + 1, dtype=np.int64)
-        for i, w in enumerate(cnt):
-            if w > budget:
-                break
-            cand = np.full(budget + 1, neg)
-            cand[w:] = best[: budget + 1 - w] + vals[i]
-            better = cand > new
-            new = np.where(better, cand, new)
-            pick = np.where(better, i, pick)
-        best = new
+        c = np.asarray(cnt)
+        src = g_all[None, :] - c[:, None]  # (counts, budget + 1): GPUs used before this job
+        cand = np.where(src >= 0, best[np.maximum(src, 0)] + np.asarray(vals)[:, None], -np.inf)
+        pick = np.argmax(cand, axis=0)  # the first maximum: the smallest count among ties
+        best = cand[pick, g_all]
         choices.append(pick)
     g = int(np.argmax(best))
     out = [0] * len(values)

@@ -16,7 +16,8 @@ that penalty).
 
 Here: goodputs come from ringsched's model (``perfmodel/goodput.py``) on consolidated
 placements of each type; the program is solved by HiGHS (``scipy.optimize.milp``, relative
-gap 1e-4 as the artifact's, time limit ``time_limit_s``); the artifact's rounding of the
+gap 1e-4 as the artifact's, time limit ``time_limit_s``), or, on a cluster of one GPU type,
+where it has a single capacity row, exactly by Pollux's knapsack DP (``pollux.best_counts``); the artifact's rounding of the
 terms to two decimals and its migration and non-preemptible rules are left out. Placement, per
 type: jobs whose (type, count) is unchanged keep their servers; the others go largest first,
 one node (the fullest that holds it) or whole empty nodes of their type, shrinking to a
@@ -39,7 +40,7 @@ from ringsched.perfmodel.efficiency import noise_scale
 from ringsched.perfmodel.goodput import goodput_table
 from ringsched.policies.base import Policy
 from ringsched.policies.common import arrival_key, take_all
-from ringsched.policies.pollux import DONE_STEP, place_one, restart_factor, server_counts
+from ringsched.policies.pollux import DONE_STEP, best_counts, place_one, restart_factor, server_counts
 from ringsched.policies.registry import register
 
 CLIP = 3000.0  # largest term (the artifact's sia_goodput_clip_val)
@@ -117,8 +118,10 @@ class Sia(Policy):
         done = round(js.done_at(nodes.now_s) / j.work_samples / DONE_STEP) * DONE_STEP if adaptive else 0.0
         raw = []
         for t, (idx, gps, up) in types.items():
+            top = min(j.max_workers, up)
             counts = [j.requested_gpus] if j.rigid else server_counts(gps, len(idx))
-            counts = tuple(w for w in counts if j.min_workers <= w <= min(j.max_workers, up))
+            counts = tuple(w for w in counts if j.min_workers <= w <= top) or \
+                ((j.min_workers,) if j.min_workers <= top else ())
             key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, t, counts, gps)
             g = self._cache.get(key)
             if g is None:
@@ -143,6 +146,13 @@ class Sia(Policy):
         if n == 0:
             return [None] * len(jobs)
         lam, p = self.params.lambda_n, self.params.p
+        if len(types) == 1:  # one capacity row: the knapsack DP solves it exactly, faster
+            counts = [[0] + [w for _, w, _ in cfg] for cfg in configs]
+            gain = [np.array([0.0] + [lam - term if p < 0 else term + lam for _, _, term in cfg]) for cfg in configs]
+            t = next(iter(types))
+            got = best_counts(gain, counts, types[t][2])
+            self.last_status = "knapsack (one GPU type)"
+            return [(t, w) if w else None for w in got]
         cost = np.empty(n)
         rows, cols, vals = [], [], []  # job rows, then one capacity row per type
         tindex = {t: i for i, t in enumerate(types)}

@@ -122,8 +122,8 @@ class Cluster:
         for s in self.servers:
             key = (s.gpus, s.intra_Bps, s.nic_Bps, s.gpu)
             groups[key] = groups.get(key, 0) + 1
-        parts = [f"{n}x{g} {t.upper()} GPUs (intra {i / 1e9:g} GB/s, NIC {b * 8 / 1e9:g} Gb/s)"
-                 for (g, i, b, t), n in groups.items()]
+        parts = [f"{n}x{g}{'' if t == 'h200' else ' ' + t.upper()} GPUs (intra {i / 1e9:g} GB/s, "
+                 f"NIC {b * 8 / 1e9:g} Gb/s)" for (g, i, b, t), n in groups.items()]  # h200: as before types
         racks = f", {len(self.racks)} racks" if self.racks else ""
         return "; ".join(parts) + racks
 

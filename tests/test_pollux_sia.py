@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import REPO, SHARED, needs_shared
 from ringsched.cluster import load_cluster, parse_spec
 from ringsched.errors import InputError
 from ringsched.job import Job
@@ -194,3 +195,22 @@ def test_solver_chatter_on_fd_1_is_dropped_and_stdout_restored(capfd):
         os.write(1, b"HighsMipSolverData::chatter\n")
     os.write(1, b"after\n")
     assert capfd.readouterr().out == "after\n"
+
+
+WORKLOAD6 = SHARED / "traces" / "philly-pollux" / "workloads" / "workload-6.csv"
+
+
+@needs_shared(WORKLOAD6)
+def test_workload_6_reproduces_the_published_ordering_within_30_percent():
+    """docs/reproduction.md: pollux < tiresias (artifact settings) < optimus on 16x4 T4, each
+    within 30% of the artifact's published average JCT."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reproduction", REPO / "benchmarks" / "reproduction.py")
+    rep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rep)
+    jct = {p: rep.run(WORKLOAD6, p, "16x4,gpu=t4", 60.0, 30.0)["mean_jct_s"]
+           for p in ("pollux", "tiresias-artifact", "optimus")}
+    assert jct["pollux"] < jct["tiresias-artifact"] < jct["optimus"]
+    for p, v in jct.items():
+        assert abs(v / rep.PUBLISHED[6][p.removesuffix("-artifact")] - 1) < 0.3, (p, v)

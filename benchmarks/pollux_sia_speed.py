@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 import tempfile
 import time
 from pathlib import Path
@@ -56,7 +57,8 @@ def make_states(n: int, seed: int):
     return states
 
 
-def rounds(policy, states, cluster, speed, n_rounds: int, rng) -> list[float]:
+def rounds(policy, states, cluster, speed, n_rounds: int, rng, statuses: Counter) -> list[float]:
+    """Decision times; ``statuses`` counts sia's solver outcomes (optimal or time limit)."""
     from ringsched.policies.base import Nodes
 
     prev: dict = {}
@@ -66,6 +68,8 @@ def rounds(policy, states, cluster, speed, n_rounds: int, rng) -> list[float]:
         w0 = time.perf_counter()
         alloc = policy.optimize(states, nodes, prev)
         out.append(time.perf_counter() - w0)
+        if getattr(policy, "last_status", None):
+            statuses[policy.last_status] += 1
         for js in states:
             p = alloc.get(js.job_id, ())
             if p and p != js.placement and js.first_start_s is not None:
@@ -88,16 +92,17 @@ def measure(name: str, spec: str, profiles_dir, n_jobs: int, n_rounds: int, seed
 
     cluster = load_cluster(spec)
     speed = SpeedModel(cluster, GpuProfiles((profiles_dir,)) if profiles_dir else None)
-    res = {}
+    res, statuses = {}, Counter()
     for pol in (name, "optimus"):
         states = make_states(n_jobs, seed)
-        t = rounds(make_policy(pol), states, cluster, speed, n_rounds, np.random.default_rng(seed))
+        t = rounds(make_policy(pol), states, cluster, speed, n_rounds, np.random.default_rng(seed), statuses)
         res[pol] = np.array(t)
     a, ref = res[name], res["optimus"]
     print(f"{name:7s} on {cluster.total_gpus} GPUs ({', '.join(cluster.gpu_types)}), {n_jobs} jobs, "
           f"{n_rounds} rounds: p50 {np.median(a) * 1e3:7.1f} ms  p99 {np.percentile(a, 99) * 1e3:7.1f} ms  "
           f"max {a.max() * 1e3:7.1f} ms | optimus p50 {np.median(ref) * 1e3:.2f} ms, "
-          f"ratio p50 {np.median(a) / np.median(ref):.0f}x", flush=True)
+          f"ratio p50 {np.median(a) / np.median(ref):.0f}x" + (f" | solver: {dict(statuses)}" if statuses else ""),
+          flush=True)
 
 
 def main(argv=None) -> int:

@@ -63,16 +63,6 @@ def run_batch(speed: SpeedModel, job, done_samples: float, placement: Placement)
     return goodput_of(speed, job, done_samples / job.work_samples, speed.shape(placement), gpu)[0]
 
 
-def goodput_by_workers(speed: SpeedModel, job, done_fraction: float, max_workers: int,
-                       gpus_per_server: int, gpu: str | None = None) -> np.ndarray:
-    """Goodput at 0..max_workers GPUs on consolidated placements of one type (planning)."""
-    out = np.zeros(max_workers + 1)
-    for w in range(1, max_workers + 1):
-        out[w] = goodput_of(speed, job, done_fraction, consolidated_shape(w, gpus_per_server), gpu)[1]
-    return out
-
-
-
 def goodput_table(speed: SpeedModel, job, done_fraction: float, counts, gpus_per_server: int,
                   gpu: str | None = None) -> np.ndarray:
     """``goodput_of`` at each of ``counts`` GPUs on consolidated placements of one type, in

@@ -88,7 +88,7 @@ class Sia(Policy):
         self.params = params or SiaParams(**overrides)
         self._speed = None
         self._cache: dict[tuple, np.ndarray] = {}
-        self.last_status = ""  # HiGHS' message of the last round (benchmarks read it)
+        self.last_status = ""  # how the last round was solved (benchmarks/pollux_sia_speed.py counts it)
 
     def optimize(self, jobs, nodes, previous_allocations):
         jobs = sorted(jobs, key=arrival_key)

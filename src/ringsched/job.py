@@ -28,6 +28,9 @@ class Job:
     utility: Utility
     requested_gpus: int | None = None
     tenant: str = ""  # virtual cluster / user, for fair-share policies; "" when unknown
+    # True: the job picks its per-GPU batch for goodput at every (re)start, as AdaptDL jobs do
+    # under Pollux (perfmodel/goodput.py); False: it runs ``local_bsz`` (rigid batch)
+    adaptive_batch: bool = False
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.arrival_s) or self.arrival_s < 0:

@@ -30,6 +30,7 @@ def compare(
     cluster: str = w.ClusterOpt,
     policies: str = w.PoliciesOpt,
     objective: str = w.ObjectiveOpt,
+    gpu_profiles: list[Path] = w.GpuProfilesOpt,
     seed: int = w.SeedOpt,
     load: float = w.LoadOpt,
     out: Path = typer.Option(None, "--out", help="Folder for summary.csv, timing.csv, jobs.parquet, timeline.parquet, "
@@ -52,6 +53,10 @@ def compare(
     estimates: str = w.EstimatesOpt,
     workers: int = w.WorkersOpt,
 ) -> None:
+    if gpu_profiles:
+        from ringsched.perfmodel.gpus import use_profiles
+
+        use_profiles(gpu_profiles)
     """Run several policies on the same workload in parallel; table, files and an HTML report."""
     from ringsched.errors import InputError
     from ringsched.experiment.compare import run_compare, write_compare

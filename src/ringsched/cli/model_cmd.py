@@ -145,8 +145,8 @@ def print_catalogue_tables(cluster_spec: str, models: list[str] | None = None) -
 
     from ringsched.cluster import load_cluster
     from ringsched.perfmodel import catalogue
-    from ringsched.perfmodel.physical import ring_params
     from ringsched.perfmodel.ring import scaling_efficiency, step_time_s, throughput_sps
+    from ringsched.perfmodel.speed import SpeedModel
 
     cluster = load_cluster(cluster_spec)
     g = int(cluster.gpus.max())
@@ -170,9 +170,10 @@ def print_catalogue_tables(cluster_spec: str, models: list[str] | None = None) -
     t_eff.add_column("best samples/s", justify="right")
     w = np.array([1] + [p[0] for p in places])
     k = np.array([1] + [p[1] for p in places])
+    speed = SpeedModel(cluster)  # the first server's GPU type (docs/catalogue.md, "GPU types")
     for name in names:
         prof = catalogue.get_profile(name)
-        p = ring_params(prof, cluster)
+        p = speed.params(prof.name)
         b = prof.default_local_bsz
         step = step_time_s(p, b, w, k)
         eff = scaling_efficiency(p, b, w, k)

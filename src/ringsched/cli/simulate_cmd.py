@@ -92,6 +92,7 @@ def simulate(
     contention: bool = w.ContentionOpt,
     horizon_s: float = w.HorizonSOpt,
     estimates: str = w.EstimatesOpt,
+    gpu_profiles: list[Path] = w.GpuProfilesOpt,
     objective: str = w.ObjectiveOpt,
     profiles: list[str] = w.ProfilesOpt,
     out: Path = typer.Option(None, "--out", help="Write jobs.parquet, timeline.parquet, placements.parquet, "
@@ -104,6 +105,10 @@ def simulate(
     from ringsched.experiment.run import run_one
     from ringsched.experiment.workload import describe_workload
 
+    if gpu_profiles:
+        from ringsched.perfmodel.gpus import use_profiles
+
+        use_profiles(gpu_profiles)
     t0 = time.perf_counter()
     if admission is not None:
         policy += ("," if ":" in policy else ":") + f"admission={admission}"

@@ -27,6 +27,10 @@ RigidOpt = typer.Option(False, "--rigid", metavar="", help="Pin every job to its
 SkipBadRowsOpt = typer.Option(False, "--skip-bad-rows", metavar="",
                               help="Leave out trace rows that fail a check, and count them, instead of stopping "
                                    "at the first.")
+GpuProfilesOpt = typer.Option(None, "--gpu-profiles",
+                              help="Folder of step-model parameter files DIR/<gpu type>/<model>.json (ringsched "
+                                   "model fit output): new GPU types or models' per-type speeds "
+                                   "(docs/catalogue.md); repeatable.")
 SlotSOpt = typer.Option(300.0, "--slot-s", help="Scheduling slot (round) length, seconds.")
 RestartSOpt = typer.Option(30.0, "--restart-s", help="Checkpoint-restart cost of a placement change, seconds.")
 CheckpointSOpt = typer.Option(1800.0, "--checkpoint-s", help="Checkpoint interval while running, seconds.")

@@ -29,6 +29,23 @@ DEFAULT_LATENCY_INTER_S = 25e-6  # per ring step across servers
 DEFAULT_REDUCTION_BPS = 1.0e12  # GPU reduction speed C (memory-bound: read 2, write 1)
 
 
+_GPU_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+# Default links (intra_Bps, nic_Bps) per built-in GPU type; provenance in perfmodel/gpus.py and
+# docs/catalogue.md (t4: the median effective all-reduce bandwidths of the six T4 fits).
+GPU_LINKS_BPS: dict[str, tuple[float, float]] = {
+    "h200": (DEFAULT_INTRA_BPS, DEFAULT_NIC_BPS),
+    "t4": (2.73e9, 0.83e9),
+}
+
+
+def gpu_link_defaults(gpu: str) -> tuple[float, float]:
+    """(intra_Bps, nic_Bps) a server of GPU type ``gpu`` gets unless the spec says otherwise
+    (a type from a --gpu-profiles folder gets the H200 defaults)."""
+    return GPU_LINKS_BPS.get(gpu, (DEFAULT_INTRA_BPS, DEFAULT_NIC_BPS))
+
+
 @dataclass(frozen=True)
 class Server:
     name: str
@@ -36,8 +53,11 @@ class Server:
     intra_Bps: float = DEFAULT_INTRA_BPS
     nic_Bps: float = DEFAULT_NIC_BPS
     rack: str | None = None
+    gpu: str = "h200"  # GPU type (perfmodel/gpus.py): a ring runs on one type
 
     def __post_init__(self) -> None:
+        if not _GPU_NAME.match(self.gpu):
+            raise ValueError(f"server {self.name}: GPU type must be a lower-case name, got {self.gpu!r}")
         if self.gpus < 1:
             raise ValueError(f"server {self.name}: gpus must be >= 1, got {self.gpus}")
         for f in ("intra_Bps", "nic_Bps"):
@@ -95,6 +115,11 @@ class Cluster:
         return int(self.gpus.sum())
 
     @cached_property
+    def gpu_types(self) -> tuple[str, ...]:
+        """The GPU types present, in order of first appearance."""
+        return tuple(dict.fromkeys(s.gpu for s in self.servers))
+
+    @cached_property
     def rack_index(self) -> np.ndarray:
         """Rack number of every server (-1 when the cluster has no racks)."""
         order = {r.name: i for i, r in enumerate(self.racks)}
@@ -103,9 +128,10 @@ class Cluster:
     def describe(self) -> str:
         groups: dict[tuple, int] = {}
         for s in self.servers:
-            key = (s.gpus, s.intra_Bps, s.nic_Bps)
+            key = (s.gpus, s.intra_Bps, s.nic_Bps, s.gpu)
             groups[key] = groups.get(key, 0) + 1
-        parts = [f"{n}x{g} GPUs (intra {i / 1e9:g} GB/s, NIC {b * 8 / 1e9:g} Gb/s)" for (g, i, b), n in groups.items()]
+        parts = [f"{n}x{g}{'' if t == 'h200' else ' ' + t.upper()} GPUs (intra {i / 1e9:g} GB/s, "
+                 f"NIC {b * 8 / 1e9:g} Gb/s)" for (g, i, b, t), n in groups.items()]  # h200: as before types
         racks = f", {len(self.racks)} racks" if self.racks else ""
         return "; ".join(parts) + racks
 
@@ -138,10 +164,15 @@ def _size(spec: str) -> tuple[int, int]:
 def parse_spec(spec: str) -> Cluster:
     """``NxG[,key=value...]`` -> Cluster. Keys: see ``_KEYS`` and docs/cluster.md."""
     n, g = _size(spec)
-    texts = key_values(spec.split(",")[1:], _KEYS, what=f"cluster {spec!r}", field="cluster")
+    known = [*_KEYS, "gpu"]
+    texts = key_values(spec.split(",")[1:], known, what=f"cluster {spec!r}", field="cluster")
+    gpu = texts.pop("gpu", "h200").lower()
+    if not _GPU_NAME.match(gpu):
+        raise InputError(f"cluster option gpu must be a GPU type name, got {gpu!r}", field="cluster")
     vals = {k: _KEYS[k][1].parse(v, field="cluster", what=f"cluster option {k}") for k, v in texts.items()}
-    intra = vals.get("intra_GBps", DEFAULT_INTRA_BPS / 1e9) * 1e9
-    nic = vals.get("nic_Gbps", DEFAULT_NIC_BPS * 8 / 1e9) * 1e9 / 8
+    intra0, nic0 = gpu_link_defaults(gpu)
+    intra = vals.get("intra_GBps", intra0 / 1e9) * 1e9
+    nic = vals.get("nic_Gbps", nic0 * 8 / 1e9) * 1e9 / 8
     n_racks = int(vals.get("racks", 0))
     if n_racks > n:
         raise InputError(f"impossible cluster {spec!r}: more racks than servers", field="cluster")
@@ -154,7 +185,7 @@ def parse_spec(spec: str) -> Cluster:
         rack_of = [f"r{min(i // per, n_racks - 1)}" for i in range(n)]
     elif "oversub" in vals:
         raise InputError("cluster option oversub needs racks=R", field="cluster")
-    servers = tuple(Server(f"s{i}", g, intra, nic, rack_of[i]) for i in range(n))
+    servers = tuple(Server(f"s{i}", g, intra, nic, rack_of[i], gpu) for i in range(n))
     return Cluster(
         servers, racks,
         latency_intra_s=vals.get("latency_intra_us", DEFAULT_LATENCY_INTRA_S * 1e6) * 1e-6,

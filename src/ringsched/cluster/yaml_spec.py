@@ -7,6 +7,7 @@
     servers:
       - {count: 4, gpus: 8, intra_Bps: 1.5e11, nic_Bps: 1.25e10, rack: r0}
       - {name: big, gpus: 16}
+      - {count: 16, gpus: 4, gpu: t4}   # GPU type; links default to the type's
 
 Every number is bounded (``validation.bounds.LIMITS``, docs/cluster.md); unknown and
 duplicate keys, unknown racks and repeated names are refused.
@@ -34,9 +35,10 @@ class ServerGroup(_Strict):
     name: str | None = None
     count: LIMITS["servers"].pydantic(int) = 1
     gpus: LIMITS["server_gpus"].pydantic(int)
-    intra_Bps: _Bandwidth = cm.DEFAULT_INTRA_BPS
-    nic_Bps: _Bandwidth = cm.DEFAULT_NIC_BPS
+    intra_Bps: _Bandwidth | None = None  # default: the GPU type's (cluster.model.gpu_link_defaults)
+    nic_Bps: _Bandwidth | None = None
     rack: str | None = None
+    gpu: str = Field("h200", pattern=r"^[a-z0-9][a-z0-9_-]*$")
 
 
 class RackSpec(_Strict):
@@ -95,7 +97,8 @@ def load_cluster_yaml(path: str) -> cm.Cluster:
         for j in range(g.count):
             base = g.name or f"g{gi}s"
             name = base if g.count == 1 and g.name else f"{base}{j}"
-            servers.append(cm.Server(name, g.gpus, g.intra_Bps, g.nic_Bps, g.rack))
+            intra, nic = cm.gpu_link_defaults(g.gpu)
+            servers.append(cm.Server(name, g.gpus, g.intra_Bps or intra, g.nic_Bps or nic, g.rack, g.gpu))
     try:
         return cm.Cluster(tuple(servers), tuple(cm.Rack(r.name, r.uplink_Bps) for r in spec.racks),
                           spec.latency_intra_s, spec.latency_inter_s, spec.reduction_Bps)

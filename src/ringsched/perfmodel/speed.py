@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 from ringsched.cluster.model import Cluster
-from ringsched.perfmodel.catalogue import get_profile
+from ringsched.perfmodel.efficiency import noise_scale
+from ringsched.perfmodel.gpus import GpuProfiles, default_profiles
 from ringsched.perfmodel.physical import ring_params
 from ringsched.perfmodel.ring import RingParams, step_time_s
 
@@ -39,10 +40,20 @@ def consolidated_shape(workers: int, gpus_per_server: int) -> Shape:
 
 
 class SpeedModel:
-    """Step time and throughput of catalogue models on one cluster, cached by shape."""
+    """Step time and throughput of catalogue models on one cluster, cached by shape.
 
-    def __init__(self, cluster: Cluster):
+    Every call takes an optional GPU type ``gpu``; without it, the cluster's first server's
+    type (the only one on a homogeneous cluster), so type-blind policies plan on that type.
+    ``profiles`` adds parameter files (``--gpu-profiles DIR``) to the built-in ones."""
+
+    def __init__(self, cluster: Cluster, profiles: GpuProfiles | None = None):
         self.cluster = cluster
+        self.profiles = profiles or default_profiles()
+        for t in cluster.gpu_types:
+            self.profiles.check_type(t)
+        self.gpu = cluster.servers[0].gpu  # the default type
+        self._server_gpu = tuple(s.gpu for s in cluster.servers)
+        self._first_server = {t: next(s for s in cluster.servers if s.gpu == t) for t in cluster.gpu_types}
         self._racked = bool(cluster.racks)
         # A ring that crosses racks gets, on the uplink, the fair share of one server's NIC
         # under the rack's oversubscription (docs/cluster.md).
@@ -50,25 +61,44 @@ class SpeedModel:
         if self._racked:
             per_rack = Counter(s.rack for s in cluster.servers)
             self._rack_Bps = min(r.uplink_Bps / per_rack[r.name] for r in cluster.racks if per_rack[r.name])
-        self._params: dict[str, RingParams] = {}
+        self._params: dict[tuple[str, str], RingParams] = {}
         self._step: dict[tuple, float] = {}
         self._shapes: dict[Placement, Shape] = {}
-        self._custom: set[str] = set()
+        self._custom: set[tuple[str, str]] = set()  # (model, gpu) with fixed, fitted parameters
+        self._typed: dict[tuple[str, str], object] = {}
         self.version = 0  # bumps when parameters change: callers' caches of speeds are stale then
 
-    def params(self, model: str) -> RingParams:
-        p = self._params.get(model)
+    def typed(self, model: str, gpu: str | None = None):
+        """The model on a GPU type (``gpus.TypedModel``: profile or fitted parameters)."""
+        key = (model, gpu or self.gpu)
+        tm = self._typed.get(key)
+        if tm is None:
+            tm = self._typed[key] = self.profiles.model_on(*key)
+        return tm
+
+    def params(self, model: str, gpu: str | None = None) -> RingParams:
+        key = (model, gpu or self.gpu)
+        p = self._params.get(key)
         if p is None:
-            p = self._params[model] = ring_params(get_profile(model), self.cluster)
+            tm = self.typed(*key)
+            if tm.fitted is not None:
+                p = tm.fitted
+                self._custom.add(key)
+            else:
+                p = ring_params(tm.profile, self.cluster, server=self._first_server.get(key[1]))
+            self._params[key] = p
         return p
 
-    def set_params(self, model: str, params: RingParams) -> None:
-        """Use ``params`` for ``model`` from now on (a job type outside the catalogue, or one
-        refitted online from measured step times); forgets cached step times of that model."""
-        self._params[model] = params
-        self._custom.add(model)
+    def set_params(self, model: str, params: RingParams, gpu: str | None = None) -> None:
+        """Use ``params`` for ``model`` (on ``gpu``, default type) from now on (a job type
+        outside the catalogue, or one refitted online from measured step times); forgets
+        cached step times of that model."""
+        key = (model, gpu or self.gpu)
+        self._params[key] = params
+        self._custom.add(key)
         self.version += 1
         self._step = {k: v for k, v in self._step.items() if k[0] != model}
+
 
     def shape(self, placement: Placement) -> Shape:
         # placements repeat all the time in a simulation (a job on one server, two ...): cache
@@ -79,21 +109,56 @@ class SpeedModel:
             sh = self._shapes[placement] = shape_of(placement, self.cluster.rack_index if self._racked else None)
         return sh
 
-    def step_time_s(self, model: str, local_bsz: int, shape: Shape, inter_Bps: float | None = None) -> float:
+    def step_time_s(self, model: str, local_bsz: int, shape: Shape, inter_Bps: float | None = None,
+                    gpu: str | None = None) -> float:
         """Seconds per iteration; ``inter_Bps`` overrides the NIC bandwidth a cross-server ring gets."""
-        key = (model, local_bsz, shape, inter_Bps)
+        gpu = gpu or self.gpu
+        key = (model, local_bsz, shape, inter_Bps, gpu)
         t = self._step.get(key)
         if t is None:
             w, k, d, r = shape
-            p = self.params(model)
-            if ((inter_Bps is not None and k > 1) or r > 1) and model not in self._custom:
-                p = ring_params(get_profile(model), self.cluster, reserved_Bps=inter_Bps,
-                                rack_Bps=self._rack_Bps if r > 1 else None)
+            p = self.params(model, gpu)
+            if ((inter_Bps is not None and k > 1) or r > 1) and (model, gpu) not in self._custom:
+                p = ring_params(self.typed(model, gpu).profile, self.cluster, server=self._first_server.get(gpu),
+                                reserved_Bps=inter_Bps, rack_Bps=self._rack_Bps if r > 1 else None)
             t = self._step[key] = float(step_time_s(p, local_bsz, w, k, d, r))
         return t
 
-    def throughput_sps(self, model: str, local_bsz: int, shape: Shape, inter_Bps: float | None = None) -> float:
+    def throughput_sps(self, model: str, local_bsz: int, shape: Shape, inter_Bps: float | None = None,
+                       gpu: str | None = None) -> float:
         """Samples per second of the whole job (0 when not running)."""
         if shape[0] == 0:
             return 0.0
-        return shape[0] * local_bsz / self.step_time_s(model, local_bsz, shape, inter_Bps)
+        return shape[0] * local_bsz / self.step_time_s(model, local_bsz, shape, inter_Bps, gpu)
+
+    def step_time_on(self, model: str, local_bsz: int, placement: Placement,
+                     inter_Bps: float | None = None) -> float:
+        """Step time on an actual placement: on its GPU type, or, for a ring that spans types,
+        on the slowest of them (every step waits for the slowest worker)."""
+        shape = self.shape(placement)
+        types = {self._server_gpu[s] for s in placement} if len(self._first_server) > 1 else {self.gpu}
+        return max(self.step_time_s(model, local_bsz, shape, inter_Bps, t) for t in sorted(types))
+
+    def progress_sps(self, job, done_samples: float, placement: Placement,
+                     inter_Bps: float | None = None) -> float:
+        """What the world credits a running job per second: samples at its own batch.
+
+        A rigid-batch job: its throughput at its own per-GPU batch (efficiency 1, as before
+        statistical efficiency existed). An adaptive-batch job with a measured noise scale:
+        throughput at the per-GPU batch that maximises goodput on this placement, times the
+        statistical efficiency of its total batch relative to the user's (goodput.py)."""
+        if not placement:
+            return 0.0
+        ns = noise_scale(job.model)
+        if ns is None or not job.adaptive_batch:
+            w = len(placement)
+            return w * job.local_bsz / self.step_time_on(job.model, job.local_bsz, placement, inter_Bps)
+        from ringsched.perfmodel.goodput import run_batch
+
+        local = run_batch(self, job, done_samples, placement)
+        w = len(placement)
+        rate = w * local / self.step_time_on(job.model, local, placement, inter_Bps)
+        user = job.requested_gpus * job.local_bsz
+        if w * local == user:
+            return rate
+        return rate * float(ns.rate_factor(user, [w * local], done_samples / job.work_samples)[0])

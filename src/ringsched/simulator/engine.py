@@ -193,8 +193,8 @@ class Simulator:
             heapq.heappush(self._done_heap, (c, js.index, js.version))
 
     def _rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> float:
-        j = js.job
-        return self.speed.throughput_sps(j.model, j.local_bsz, self.speed.shape(placement), inter_Bps)
+        # samples at the job's own batch per second: throughput x statistical efficiency
+        return self.speed.progress_sps(js.job, js.done_samples, placement, inter_Bps)
 
     def _release(self, placement: Placement) -> None:
         used = self.used

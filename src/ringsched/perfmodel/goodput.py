@@ -1,0 +1,93 @@
+"""Goodput: throughput x statistical efficiency, and the batch an adaptive job picks.
+
+Goodput is counted in samples **at the job's own batch** per second (perfmodel/efficiency.py):
+a job at its user's total batch M_u = requested GPUs x local batch has goodput = throughput.
+A rigid-batch job (the default) always runs its user's per-GPU batch and the world credits
+its throughput (efficiency 1), also when an elastic policy resizes it: that keeps every result
+of before statistical efficiency, and is optimistic for such policies (docs/model.md). An
+**adaptive-batch** job (``Job.adaptive_batch``, as under AdaptDL/Pollux) picks, whenever it
+is (re)started, the per-GPU batch that maximises its goodput on the placement it got, among
+``batch_candidates`` (it keeps that batch until its next restart). Models without a measured
+noise scale have efficiency 1 everywhere, so their jobs keep their batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ringsched.perfmodel.efficiency import noise_scale
+from ringsched.perfmodel.ring import step_time_s
+from ringsched.perfmodel.speed import Placement, Shape, SpeedModel, consolidated_shape
+
+CANDIDATES = 12  # per-GPU batches tried per worker count, geometrically spaced
+
+
+def batch_candidates(job, workers: int, max_local_bsz: int) -> list[int]:
+    """Per-GPU batches an adaptive job may run on ``workers`` GPUs: a geometric grid over
+    [max(min measured, ceil(M0 / w)), min(max local batch, largest measured batch / w)], plus
+    the user's own per-GPU batch when inside."""
+    ns = noise_scale(job.model)
+    if ns is None or not job.adaptive_batch:
+        return [job.local_bsz]
+    lo = max(ns.min_local_bsz, -(-ns.ref_batch // workers), 1)
+    hi = max(lo, min(max_local_bsz, ns.max_batch // workers))
+    grid = {int(round(x)) for x in np.geomspace(lo, hi, CANDIDATES)} if hi > lo else {lo}
+    if lo <= job.local_bsz <= hi:
+        grid.add(job.local_bsz)
+    return sorted(grid)
+
+
+def goodput_of(speed: SpeedModel, job, done_fraction: float, shape: Shape, gpu: str | None = None,
+               inter_Bps: float | None = None) -> tuple[int, float]:
+    """(per-GPU batch, goodput in samples at the user's batch per second) of ``job`` on a
+    placement of ``shape``: the best candidate batch for an adaptive job, else its own."""
+    w = shape[0]
+    if w == 0:
+        return job.local_bsz, 0.0
+    cands = batch_candidates(job, w, speed.typed(job.model, gpu).max_local_bsz)
+    tput = np.array([w * m / speed.step_time_s(job.model, m, shape, inter_Bps, gpu) for m in cands])
+    ns = noise_scale(job.model)
+    user = job.requested_gpus * job.local_bsz
+    if ns is not None and job.adaptive_batch:
+        totals = [w * m for m in cands]
+        tput = tput * ns.rate_factor(user, totals, done_fraction)
+    i = int(np.argmax(tput))  # ties: the smaller batch
+    return cands[i], float(tput[i])
+
+
+def run_batch(speed: SpeedModel, job, done_samples: float, placement: Placement) -> int:
+    """The per-GPU batch the job runs on ``placement`` (its own unless adaptive)."""
+    if not job.adaptive_batch or noise_scale(job.model) is None:
+        return job.local_bsz
+    gpu = speed.cluster.servers[placement[0]].gpu
+    return goodput_of(speed, job, done_samples / job.work_samples, speed.shape(placement), gpu)[0]
+
+
+def goodput_table(speed: SpeedModel, job, done_fraction: float, counts, gpus_per_server: int,
+                  gpu: str | None = None) -> np.ndarray:
+    """``goodput_of`` at each of ``counts`` GPUs on consolidated placements of one type, in
+    one vectorised evaluation of the step-time model (planning: policies search many counts;
+    equal to ``goodput_of`` up to floating-point rounding)."""
+    tm = speed.typed(job.model, gpu)
+    params = speed.params(job.model, gpu)
+    ws, ms, owner = [], [], []
+    for i, w in enumerate(counts):
+        if w > 0:
+            c = batch_candidates(job, w, tm.max_local_bsz)
+            ws += [w] * len(c)
+            ms += c
+            owner += [i] * len(c)
+    out = np.zeros(len(counts))
+    if not ws:
+        return out
+    w = np.array(ws, dtype=float)
+    m = np.array(ms, dtype=float)
+    shape = [consolidated_shape(int(x), gpus_per_server) for x in ws]
+    k = np.array([s[1] for s in shape], dtype=float)
+    d = np.array([s[2] for s in shape], dtype=float)
+    tput = w * m / step_time_s(params, m, w, k, d, 1)
+    ns = noise_scale(job.model)
+    if ns is not None and job.adaptive_batch:
+        tput = tput * ns.rate_factor(job.requested_gpus * job.local_bsz, w * m, done_fraction)
+    np.maximum.at(out, np.array(owner), tput)
+    return out

@@ -1,0 +1,144 @@
+"""Statistical efficiency (perfmodel/efficiency.py) and goodput (perfmodel/goodput.py)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from conftest import POLLUX, REPO, needs_shared
+from ringsched.cluster import parse_spec
+from ringsched.job import Job
+from ringsched.objectives.defaults import jct_utility
+from ringsched.perfmodel.efficiency import noise_scale, noise_scales
+from ringsched.perfmodel.goodput import batch_candidates, goodput_of
+from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
+from ringsched.policies.base import Policy
+from ringsched.simulator.engine import SimConfig, Simulator
+
+APPS = {"cifar10": "resnet18_cifar10", "imagenet": "resnet50", "ncf": "ncf", "yolov3": "yolov3"}
+
+
+def _derive_module():
+    spec = importlib.util.spec_from_file_location("derive_efficiency", REPO / "scripts" / "derive_efficiency.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rows(app: str, batch: int) -> list[dict]:
+    with (POLLUX / app / f"validation-{batch}.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+@needs_shared(POLLUX)
+@pytest.mark.parametrize("app", sorted(APPS))
+def test_noise_scale_file_is_what_the_curves_give(app):
+    shipped = json.loads((REPO / "src/ringsched/perfmodel/noise_scale.json").read_text())[APPS[app]]
+    assert _derive_module().derive(POLLUX / app, app, "shared/profiles/pollux-measured") == shipped
+
+
+@needs_shared(POLLUX)
+@pytest.mark.parametrize("app", sorted(APPS))
+def test_efficiency_is_pollux_gain_over_scale_recomputed_from_the_curve_files(app):
+    """At a measured batch B and epoch e, E = gain / scale with Pollux's gain
+    (var + sqr) / (var / scale + sqr), scale = B / M0, straight from the CSV row."""
+    ns = noise_scale(APPS[app])
+    for b in ns.batches:
+        rows = _rows(app, b)
+        eff = ns.efficiency([b])[0]
+        for e in range(0, ns.epochs, max(1, ns.epochs // 7)):
+            sqr, var = float(rows[e]["grad_sqr"]), float(rows[e]["grad_var"])
+            scale = b / ns.ref_batch
+            expect = (var + sqr) / (var / scale + sqr) / scale
+            assert eff[e] == pytest.approx(expect, rel=2e-4), (b, e)
+
+
+def test_efficiency_is_one_at_the_reference_batch_and_falls_with_the_batch():
+    for ns in noise_scales().values():
+        eff = ns.efficiency([ns.ref_batch, 2 * ns.ref_batch, 8 * ns.ref_batch])
+        assert np.allclose(eff[0], 1.0)
+        assert (eff[1] <= 1.0).all() and (eff[2] <= eff[1] + 1e-12).all()
+
+
+def test_phi_between_two_curves_is_linear_in_the_batch():
+    ns = noise_scale("resnet50")
+    a, b = ns.batches[1], ns.batches[2]
+    mid = ns.phi_at([(a + b) / 2])[0]
+    assert np.allclose(mid, (ns.phi[1] + ns.phi[2]) / 2)
+    assert np.allclose(ns.phi_at([1])[0], ns.phi[0])  # clamped below the smallest curve
+
+
+def _finish_by_epochs(ns, user, batch, tput, work, done_frac):
+    """Seconds to finish, integrating epoch by epoch: epoch e holds a share of the work (in
+    samples at ``user``) proportional to 1 / E_e(user); at ``batch`` each sample run is worth
+    E_e(batch) / E_e(user) of them."""
+    e_u, e_b = ns.efficiency([user])[0], ns.efficiency([batch])[0]
+    share = (1 / e_u) / (1 / e_u).sum() * work
+    t, start = 0.0, done_frac * work
+    for s, eu, eb in zip(share, e_u, e_b):
+        left = min(s, max(0.0, s - start))
+        start = max(0.0, start - s)
+        t += left / (tput * eb / eu)
+    return t
+
+
+@pytest.mark.parametrize("model,user,batch,done", [("resnet18_cifar10", 2048, 512, 0.0),
+                                                    ("resnet50", 400, 3200, 0.37),
+                                                    ("yolov3", 8, 128, 0.8)])
+def test_rate_factor_finishes_a_constant_run_exactly_when_the_epochs_do(model, user, batch, done):
+    ns = noise_scale(model)
+    work, tput = 1e7, 1234.0
+    f = ns.rate_factor(user, [batch], done)[0]
+    assert (1 - done) * work / (tput * f) == pytest.approx(_finish_by_epochs(ns, user, batch, tput, work, done), rel=1e-9)
+    assert ns.rate_factor(user, [user], done)[0] == pytest.approx(1.0)
+
+
+def _job(model, gpus, bsz, work, adaptive):
+    return Job("a", 0.0, model, bsz, work, 1, 8, jct_utility(1000.0, gpus), requested_gpus=gpus,
+               adaptive_batch=adaptive)
+
+
+class _Fixed(Policy):
+    """Runs the one job on GPUs 0..w-1 of server 0 from the first decision on."""
+
+    name = "fixed-test"
+
+    def __init__(self, w):
+        self.w = w
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        return {js.job_id: (0,) * self.w for js in jobs}
+
+
+def test_world_credits_an_adaptive_job_its_goodput_and_a_rigid_one_its_throughput():
+    c = parse_spec("1x8")
+    sp = SpeedModel(c)
+    work = 3e6
+    for adaptive in (False, True):
+        j = _job("resnet18_cifar10", 2, 128, work, adaptive)
+        r = Simulator([j], c, _Fixed(8), SimConfig(slot_s=60, restart_s=0)).run()
+        finish = float(r.jobs.finish_s.iloc[0])
+        if not adaptive:  # rigid: 8 workers at its own per-GPU batch, no efficiency
+            expect = work / sp.throughput_sps(j.model, 128, consolidated_shape(8, 8))
+        else:
+            m, g = goodput_of(sp, j, 0.0, consolidated_shape(8, 8))
+            expect = work / g
+            assert m in batch_candidates(j, 8, sp.typed(j.model).max_local_bsz)
+            assert g >= sp.throughput_sps(j.model, 128, consolidated_shape(8, 8)) * \
+                noise_scale(j.model).rate_factor(256, [8 * 128], 0.0)[0] - 1e-9
+        assert finish == pytest.approx(expect, rel=1e-9)
+
+
+def test_adaptive_batch_needs_a_noise_scale():
+    j = _job("vgg16", 2, 64, 1e6, True)
+    assert noise_scale("vgg16") is None and batch_candidates(j, 4, 128) == [64]
+
+
+def test_samples_at_the_reference_batch_are_unchanged_and_grow_with_the_batch():
+    ns = noise_scale("resnet50")
+    assert ns.samples_at(1e6, ns.ref_batch) == pytest.approx(1e6)
+    assert ns.samples_at(1e6, 3200) > ns.samples_at(1e6, 800) > 1e6

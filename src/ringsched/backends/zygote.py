@@ -102,7 +102,7 @@ def _child(cmd: dict, inherited: list[int]) -> int:
 
 
 def zygote() -> int:
-    """``python -m ringsched.backends.worker``: the local backend's worker factory.
+    """``python -m ringsched.backends.zygote``: the local backend's worker factory.
 
     Imports torch once, then forks one process per worker on request (a JSON line
     ``{"key", "token", "cfg", "channel": [host, port]}`` on stdin), reports ``forked`` (key, pid) and

@@ -177,16 +177,16 @@ def _run_locked(state_dir: Path, backend: str, cl, cluster_spec: str, pol, run_j
     from ringsched.backends.journal import Journal
 
     lock = StateLock(state_dir).acquire()
-    if lock.previous_owner:  # its owner died without releasing it (the kernel did)
-        owner = lock.previous_owner
-        prog.notify(f"state directory lock of pid {owner.get('pid', '?')} on {owner.get('host', '?')} "
-                    f"(no longer running) taken over")
     previous = signals.terminate_gracefully()
     launcher = None
     journal = None
     try:
         journal = Journal(state_dir)
         check_journal(journal, run_jobs, cluster_spec)  # before starting any worker
+        if lock.previous_owner:  # its owner died without releasing it (the kernel did)
+            owner = lock.previous_owner
+            prog.notify(f"state directory lock of pid {owner.get('pid', '?')} on {owner.get('host', '?')} "
+                        f"(no longer running) taken over")
         if backend == "local":
             from ringsched.backends.local import LocalLauncher
 

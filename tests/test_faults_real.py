@@ -196,7 +196,7 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
         if final is not None:
             break
         if life < len(scheduler_kills):  # let the dead scheduler's workers finish, then tamper
-            assert watch_for(60, watch, until=lambda: not proc_watch.workers(state))
+            assert watch_for(240, watch, until=lambda: not proc_watch.workers(state))
             job = poison_newest_checkpoint(state, marker)
             if job:
                 FAULTS["real run: crafted checkpoint"] += 1

@@ -27,7 +27,7 @@ import numpy as np
 
 from ringsched.cluster.model import parse_spec
 from ringsched.job import Job
-from ringsched.objectives.utility import SigmoidUtility
+from ringsched.utility.functions import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import make_policy, policy_names
 from ringsched.simulator import SimConfig, Simulator

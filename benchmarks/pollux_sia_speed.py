@@ -41,7 +41,7 @@ def third_type(root: Path) -> Path:
 
 def make_states(n: int, seed: int):
     from ringsched.job import Job
-    from ringsched.objectives.defaults import jct_utility
+    from ringsched.utility.defaults import jct_utility
     from ringsched.policies.base import JobState
 
     rng = np.random.default_rng(seed)

@@ -64,7 +64,7 @@ def shared_dir() -> Path:
 def build_jobs(path: Path, policy: str, cluster) -> list:
     """The workload's jobs as the artifact's simulator runs them under ``policy``."""
     from ringsched.job import Job
-    from ringsched.objectives.defaults import jct_utility
+    from ringsched.utility.defaults import jct_utility
     from ringsched.perfmodel.efficiency import noise_scale
     from ringsched.traces import pollux as pt
 

@@ -10,7 +10,7 @@ import pytest
 from ringsched.cluster.model import parse_spec
 from ringsched.embedding import consolidated
 from ringsched.job import Job
-from ringsched.objectives.utility import SigmoidUtility
+from ringsched.utility.functions import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import JobState, Nodes, make_policy, policy_names
 from ringsched.policies.common import allocate_in_order, allocate_in_order_fast

@@ -7,7 +7,7 @@ from ringsched.cluster import load_cluster, parse_spec
 from ringsched.cluster.model import DEFAULT_INTRA_BPS, DEFAULT_NIC_BPS
 from ringsched.errors import InputError
 from ringsched.job import Job
-from ringsched.objectives.utility import DeadlineUtility, LinearUtility, SigmoidUtility
+from ringsched.utility.functions import DeadlineUtility, LinearUtility, SigmoidUtility
 
 
 def test_spec_defaults():

@@ -12,7 +12,7 @@ import pytest
 from conftest import POLLUX, REPO, needs_shared
 from ringsched.cluster import parse_spec
 from ringsched.job import Job
-from ringsched.objectives.defaults import jct_utility
+from ringsched.utility.defaults import jct_utility
 from ringsched.perfmodel.efficiency import noise_scale, noise_scales
 from ringsched.perfmodel.goodput import batch_candidates, goodput_of
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape

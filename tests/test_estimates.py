@@ -11,7 +11,7 @@ import pytest
 from ringsched.cluster.model import parse_spec
 from ringsched.errors import InputError
 from ringsched.job import Job
-from ringsched.objectives.utility import SigmoidUtility
+from ringsched.utility.functions import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import Policy, make_policy
 from ringsched.policies.common import allocate_in_order

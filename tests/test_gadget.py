@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ringsched.cluster.model import parse_spec
 from ringsched.job import Job
-from ringsched.objectives.utility import SigmoidUtility
+from ringsched.utility.functions import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import JobState, Nodes
 from ringsched.policies.gadget.embed import embed

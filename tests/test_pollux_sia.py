@@ -13,7 +13,7 @@ from conftest import REPO, SHARED, needs_shared
 from ringsched.cluster import load_cluster, parse_spec
 from ringsched.errors import InputError
 from ringsched.job import Job
-from ringsched.objectives.defaults import jct_utility
+from ringsched.utility.defaults import jct_utility
 from ringsched.perfmodel.goodput import goodput_of, goodput_table
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import make_policy

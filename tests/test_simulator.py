@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ringsched.cluster.model import parse_spec
 from ringsched.job import Job
-from ringsched.objectives.utility import SigmoidUtility
+from ringsched.utility.functions import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import Policy, make_policy, policy_names
 from ringsched.simulator import PolicyError, SimConfig, Simulator

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ringsched.objectives.utility import Utility
+from ringsched.utility.functions import Utility
 
 
 @dataclass(frozen=True)

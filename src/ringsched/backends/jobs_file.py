@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, mode
 
 from ringsched.errors import InputError
 from ringsched.job import Job
-from ringsched.objectives.utility import DeadlineUtility, LinearUtility, SigmoidUtility, Utility
+from ringsched.utility.functions import DeadlineUtility, LinearUtility, SigmoidUtility, Utility
 from ringsched.validation.bounds import LIMITS
 from ringsched.validation.pydantic_errors import input_error
 from ringsched.validation.yaml_doc import read_yaml
@@ -148,7 +148,7 @@ class RunJob:
         if self.utility is not None:
             util = UtilityEntry(**self.utility).build()
         else:
-            from ringsched.objectives.defaults import jct_utility
+            from ringsched.utility.defaults import jct_utility
 
             util = jct_utility(max(est_run_s, 1e-3), self.max_workers)
         return Job(job_id=self.name, arrival_s=self.arrival_s, model=self.model or self.name,

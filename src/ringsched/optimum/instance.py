@@ -38,7 +38,7 @@ from functools import cached_property
 import numpy as np
 
 from ringsched.cluster.model import Cluster, Server
-from ringsched.objectives.utility import DeadlineUtility, LinearUtility, SigmoidUtility
+from ringsched.utility.functions import DeadlineUtility, LinearUtility, SigmoidUtility
 from ringsched.perfmodel.catalogue import get_profile
 from ringsched.perfmodel.speed import SpeedModel
 
@@ -188,7 +188,7 @@ def make_job(jid: int, arrival: int, work: int, wmin: int, wmax: int, utility, g
              nic_share: float, max_per_server: int, speed: SpeedModel, model: str, *,
              slot_s: float = 300.0, units_per_gpu_slot: int = 4, kind: str = "") -> DiscreteJob:
     """A job of the catalogue ``model`` whose configurations come from the performance model;
-    ``utility`` is a callable of the JCT in seconds (an ``ringsched.objectives.utility`` object)
+    ``utility`` is a callable of the JCT in seconds (an ``ringsched.utility.functions`` object)
     or a sequence of per-slot values."""
     ys = enumerate_configs(gpus, wmin, wmax, max_per_server)
     bsz = get_profile(model).default_local_bsz
@@ -237,7 +237,7 @@ def random_instance(rng: np.random.Generator, *, max_jobs: int = 8, max_slots: i
       (wmin = wmax in {1, 2, 4}), else wmin in {1, 1, 2} and wmax in {2, 4, 4, 6} (capped by the
       cluster); work = n x (progress of the job's best configuration of m = clip(2, wmin, wmax) workers) x U(0.75, 1.25)
       units, n uniform in {2, ..., 5}, so a job needs n slots at that moderate size.
-    * utility (``ringsched.objectives.utility``) with value log-uniform in [1, 10] and
+    * utility (``ringsched.utility.functions``) with value log-uniform in [1, 10] and
       d = n slots the job's duration at the moderate size: sigmoid (probability 0.4; target
       JCT U(1.2, 2.5) x d slots, steepness U(1, 3) per slot), linear (0.3; reaching 0 at
       U(2, 4) x d slots) or deadline (0.3; deadline U(1, 2) x d slots, nothing after it with

@@ -36,7 +36,7 @@ import numpy as np
 
 from ringsched.cluster.model import Cluster
 from ringsched.job import Job
-from ringsched.objectives.energy import EnergyModel
+from ringsched.utility.energy import EnergyModel
 from ringsched.perfmodel.speed import Placement, SpeedModel
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.contention import fair_shares

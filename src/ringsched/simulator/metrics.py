@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ringsched.objectives.energy import EnergyModel
+from ringsched.utility.energy import EnergyModel
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 
 

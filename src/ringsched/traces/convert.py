@@ -22,7 +22,7 @@ import pandas as pd
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError
 from ringsched.job import Job
-from ringsched.objectives.defaults import jct_utility
+from ringsched.utility.defaults import jct_utility
 from ringsched.perfmodel.catalogue import get_profile, profile_names
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 

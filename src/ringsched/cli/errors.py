@@ -159,6 +159,7 @@ def error_line(text: str) -> None:
 
 def run(app, args: list[str] | None = None) -> int:
     """Run the typer ``app`` on ``args`` (default: the process's); returns the exit code."""
+    import typer
     import typer.main
 
     ensure_numba_cache()
@@ -178,7 +179,7 @@ def run(app, args: list[str] | None = None) -> int:
     except InputError as e:
         error_line(e.line())
         return EXIT_INPUT
-    except (KeyboardInterrupt, click.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         print("ringsched: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0

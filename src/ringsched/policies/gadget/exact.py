@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ringsched.embedding import counts_to_placement
+from ringsched.errors import InputError
 from ringsched.policies.gadget.book import Plan
 from ringsched.policies.gadget.plan import best_plan
 
@@ -29,8 +30,8 @@ def configurations(job, cluster, cap: int | None) -> np.ndarray:
     server s, a total within the job's worker bounds."""
     hi = [int(o) if cap is None else min(int(o), cap) for o in cluster.gpus]
     if math.prod(h + 1 for h in hi) > MAX_CONFIGS:
-        raise ValueError(f"subroutine=exact: more than {MAX_CONFIGS} configurations on this cluster; "
-                         "it is for small instances (optimum-check)")
+        raise InputError(f"subroutine=exact: more than {MAX_CONFIGS} configurations on this cluster; "
+                         "it is for small instances (optimum-check)", field="policy")
     lo_w, hi_w = job.min_workers, min(job.max_workers, cluster.total_gpus)
     ys = [y for y in itertools.product(*(range(h + 1) for h in hi)) if lo_w <= sum(y) <= hi_w]
     return np.asarray(ys, dtype=np.int64).reshape(len(ys), len(hi))
@@ -65,8 +66,8 @@ def exact_plan(search, job, remaining: float, nodes, slot: int, win) -> Plan | N
         return None
     need = math.ceil(remaining - 1e-9)
     if need > MAX_UNITS:
-        raise ValueError(f"subroutine=exact: {need} samples of work; it counts work in samples and is for "
-                         "small instances (optimum-check)")
+        raise InputError(f"subroutine=exact: {need} samples of work; it counts work in samples and is for "
+                         "small instances (optimum-check)", field="policy")
     used = Y > 0
     cost = Y @ win.gp + (multi[:, None] * (used @ win.bp))  # (configs, steps)
     fit = np.all(Y[:, :, None] <= win.free[None], axis=1)

@@ -445,11 +445,13 @@ def option_cases() -> list[Case]:
                     field="out", mode={"ro": 0o500}))
     out.append(Case("compare --out is a file", [*cmp_[:-2], "--out", "{d}/existing"], files, file="{d}/existing",
                     field="out"))
-    out.append(Case("compare --out unwritable", [*cmp_[:-2], "--out", f"{UNWRITABLE}/sub"], files, file=f"{UNWRITABLE}/sub",
+    out.append(Case("compare --out unwritable", [*cmp_[:-2], "--out", f"{UNWRITABLE}/sub"], files,
+                    file=f"{UNWRITABLE}/sub",
                     field="out", mode={"ro": 0o500}))
     out.append(Case("sweep --out is a file", [*swp[:-2], "--out", "{d}/existing"], files, file="{d}/existing",
                     field="out"))
-    out.append(Case("sweep --out unwritable", [*swp[:-2], "--out", f"{UNWRITABLE}/sub"], files, file=f"{UNWRITABLE}/sub",
+    out.append(Case("sweep --out unwritable", [*swp[:-2], "--out", f"{UNWRITABLE}/sub"], files,
+                    file=f"{UNWRITABLE}/sub",
                     field="out", mode={"ro": 0o500}))
     out.append(Case("optimum --details folder", ["optimum-check", "--instances", "1", "--details", "{d}/ro"], files,
                     file="{d}/ro", field="details"))

@@ -213,7 +213,8 @@ FIT_ROWS = [["1", "32", "0.1"], ["2", "32", "0.12"], ["4", "32", "0.15"], ["22",
 @given(col=st.sampled_from(["local_bsz", "step_time"]), r=st.integers(0, 4), data=st.data())
 def test_a_broken_step_time_cell_is_one_line(tmp_path_factory, col, r, data):
     rows = [list(x) for x in FIT_ROWS]
-    rows[r][1 if col == "local_bsz" else 2] = data.draw(bad_values("local_bsz" if col == "local_bsz" else "step_time_s"))
+    bound = "local_bsz" if col == "local_bsz" else "step_time_s"
+    rows[r][1 if col == "local_bsz" else 2] = data.draw(bad_values(bound))
     f = tmp_path_factory.mktemp("fit") / "data.csv"
     f.write_text("placement,local_bsz,step_time\n" + "\n".join(",".join(x) for x in rows) + "\n")
     assert_one_line(run_cli("model", "fit", f), file=f, row=r + 2, field=col)

@@ -660,3 +660,9 @@ def test_schema_check_names_file_rows_1_based():
 def test_synthetic_options_are_bounded(spec, words):
     e = error(spec)
     assert e.field == "trace" and words in e.message
+
+
+def test_rows_in_errors_are_file_lines_blank_lines_counted(tmp_path):
+    p = write(tmp_path, "p.csv", PHILLY_HEAD + "\n2017-10-09 07:01:55,5,1,5,a\n\n\n2017-10-09 07:01:55,x,1,5,a\n")
+    e = error(f"philly:{p}")
+    assert (e.row, e.field) == (6, "duration")

@@ -164,6 +164,15 @@ def trace_cases() -> list[Case]:
             short = [list(x) for x in rows]
             short[1] = short[1][:5]
             out.append(_trace_case(f"{fmt}-short-line", fmt, _table_text(None, short, sep), row=2))
+        # blank lines before a bad row: the error still names the row as the file shows it
+        col0 = list(BAD_CELLS[fmt])[-1]
+        blank = [list(x) for x in rows]
+        blank[2][cols.index(col0)] = BAD_CELLS[fmt][col0][-1] or "x"
+        lines = ([sep.join(header)] if header else []) + [sep.join(x) for x in blank]
+        lines.insert(len(lines) - 1, "")
+        lines.insert(1, "")
+        out.append(_trace_case(f"{fmt}-blank-lines", fmt, "\n".join(lines) + "\n",
+                               row=first_data_row + 4, field=col0))
         out.append(_trace_case(f"{fmt}-empty", fmt, ""))
         out.append(_trace_case(f"{fmt}-binary", fmt, b"\xff\xfe\x00\x81garbage\x00\n\x9c"))
         out.append(Case(f"{fmt}-missing-file", ["simulate", "--trace", f"{prefix}:{{d}}/nope.csv"],
@@ -445,11 +454,13 @@ def option_cases() -> list[Case]:
                     field="out", mode={"ro": 0o500}))
     out.append(Case("compare --out is a file", [*cmp_[:-2], "--out", "{d}/existing"], files, file="{d}/existing",
                     field="out"))
-    out.append(Case("compare --out unwritable", [*cmp_[:-2], "--out", f"{UNWRITABLE}/sub"], files, file=f"{UNWRITABLE}/sub",
+    out.append(Case("compare --out unwritable", [*cmp_[:-2], "--out", f"{UNWRITABLE}/sub"], files,
+                    file=f"{UNWRITABLE}/sub",
                     field="out", mode={"ro": 0o500}))
     out.append(Case("sweep --out is a file", [*swp[:-2], "--out", "{d}/existing"], files, file="{d}/existing",
                     field="out"))
-    out.append(Case("sweep --out unwritable", [*swp[:-2], "--out", f"{UNWRITABLE}/sub"], files, file=f"{UNWRITABLE}/sub",
+    out.append(Case("sweep --out unwritable", [*swp[:-2], "--out", f"{UNWRITABLE}/sub"], files,
+                    file=f"{UNWRITABLE}/sub",
                     field="out", mode={"ro": 0o500}))
     out.append(Case("optimum --details folder", ["optimum-check", "--instances", "1", "--details", "{d}/ro"], files,
                     file="{d}/ro", field="details"))

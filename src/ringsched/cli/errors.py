@@ -4,10 +4,10 @@
 (unknown option, missing argument, a value of the wrong type) come back as exceptions and are
 printed as one line like any ``InputError``, instead of click's boxed panel. Before parsing,
 ``OPTION_BOUNDS`` is attached to every command's options of those names: each given value is
-checked against its bound (``validation.bounds.LIMITS``) before the command runs, and each
-output path of ``COMMAND_CHECKS`` is checked writable, so a bad ``--out`` costs one line, not a run. It also
-points numba's cache at a temporary folder when neither the package nor the home folder can
-hold it, so an unwritable HOME does not break every command.
+checked against its bound (``validation.bounds.LIMITS``) before the command runs; the checks
+of ``COMMAND_CHECKS`` (output paths writable, ``--seeds``) too, so a bad ``--out`` costs one
+line, not a run. It also points numba's cache at a temporary folder when neither the package
+nor the home folder can hold it, so an unwritable HOME does not break every command.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ COMMAND_CHECKS = {("simulate", "--out"): output_folder, ("compare", "--out"): ou
                   ("model fit", "--out"): output_file, ("model predict", "--out"): output_file,
                   ("optimum-check", "--details"): output_file,
                   ("sweep", "--seeds"): lambda v, flag: _check_seeds(v),
-                  ("model fidelity", "--seeds"): lambda v, flag: v is None or LIMITS["seeds_count"].check(v, field=flag)}
+                  ("model fidelity", "--seeds"): lambda v, flag: v is None or LIMITS["seeds_count"].check(
+                      v, field=flag)}
 _SEEDS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ringsched.errors import InputError
 from ringsched.validation.bounds import LIMITS, Bound
-from ringsched.validation.tables import check_table_file
+from ringsched.validation.tables import check_table_file, physical_line
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def _numeric(df: pd.DataFrame, col: str, path: str, bound: Bound) -> np.ndarray:
         shown = raw.iloc[i]
         what = "is empty" if (shown is None or (isinstance(shown, float) and np.isnan(shown)) or str(shown).strip() == "") \
             else f"must be {bound.describe()}, got {str(shown).strip()!r}"
-        raise InputError(what, file=path, row=i + 2, field=col)
+        raise InputError(what, file=path, row=physical_line(Path(path), i + 2), field=col)
     return values
 
 
@@ -81,11 +81,11 @@ def _parse_placements(col: pd.Series, path: str) -> tuple[np.ndarray, np.ndarray
     for i, raw in enumerate(col.to_numpy()):
         s = "" if raw is None or (isinstance(raw, float) and np.isnan(raw)) else str(raw).strip()
         if not s:
-            raise InputError("is empty", file=path, row=i + 2, field="placement")
+            raise InputError("is empty", file=path, row=physical_line(Path(path), i + 2), field="placement")
         for ch in s:
             if ch not in "123456789":
                 raise InputError(f"unknown placement digit {ch!r} in {s!r} (one digit 1-9 per server)",
-                                 file=path, row=i + 2, field="placement")
+                                 file=path, row=physical_line(Path(path), i + 2), field="placement")
         digits = [int(ch) for ch in s]
         k[i], w[i], d[i] = len(digits), sum(digits), max(digits)
     return k, w, d
@@ -125,7 +125,7 @@ def read_placements(path: str | Path, *, require_step_time: bool) -> tuple[pd.Da
         bad = w < k
         if bad.any():
             i = _first_bad(bad)
-            raise InputError(f"must be at least num_nodes ({k[i]:g}), got {w[i]:g}", file=path, row=i + 2,
+            raise InputError(f"must be at least num_nodes ({k[i]:g}), got {w[i]:g}", file=path, row=physical_line(Path(path), i + 2),
                              field="num_replicas")
         if "max_per_node" in df.columns:
             d = _numeric(df, "max_per_node", path, LIMITS["server_gpus"])
@@ -133,7 +133,7 @@ def read_placements(path: str | Path, *, require_step_time: bool) -> tuple[pd.Da
             if bad.any():
                 i = _first_bad(bad)
                 raise InputError(f"impossible for {w[i]:g} replicas on {k[i]:g} nodes, got {d[i]:g}",
-                                 file=path, row=i + 2, field="max_per_node")
+                                 file=path, row=physical_line(Path(path), i + 2), field="max_per_node")
         else:
             d = np.ceil(w / k)
     else:

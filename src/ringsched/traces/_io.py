@@ -2,9 +2,9 @@
 InputError naming the file, the row and the field, and the final schema frame.
 
 Row numbers follow the spreadsheet convention: in a file with a header the header is row 1
-and the first data row is row 2 (``HEADER_ROWS = 1``); in a header-less file (Gavel
-``.trace``) the first line is row 1. Blank lines are skipped by the CSV reader and are not
-counted.
+and the first data row is row 2; in a header-less file (Gavel ``.trace``) the first line is
+row 1. The CSV reader skips blank lines; the rows it counts are mapped back to the file's
+line numbers when an error names one (``validation.tables.physical_line``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pandas as pd
 from ringsched.errors import InputError
 from ringsched.traces import schema
 from ringsched.validation.bounds import Bound
-from ringsched.validation.tables import check_table_file
+from ringsched.validation.tables import check_table_file, physical_line
 
 
 class BadRows:
@@ -52,8 +52,8 @@ class BadRows:
 
     def examples(self, n: int = 3) -> list[str]:
         """The first ``n`` skipped rows as "file, row R, field: message"."""
-        out = [f"{f}, row {r}, {why}" for f in sorted(self.drop) for r, why in sorted(self.drop[f].items())]
-        return out[:n]
+        out = [(f, r, why) for f in sorted(self.drop) for r, why in sorted(self.drop[f].items())][:n]
+        return [f"{f}, row {physical_line(Path(f), r)}, {why}" for f, r, why in out]
 
 
 _BAD_ROWS: ContextVar[BadRows | None] = ContextVar("ringsched_bad_rows", default=None)
@@ -101,7 +101,7 @@ def fail(mask, message, file: Path, field: str, offset: int) -> None:
         bad = _BAD_ROWS.get()
         if bad is not None:
             bad.record(str(file), rows[mask], field, text)
-        raise InputError(text, file=str(file), row=int(rows[i]), field=field)
+        raise InputError(text, file=str(file), row=physical_line(Path(file), int(rows[i])), field=field)
 
 
 def require_file(path: Path, *, suffix_hint: str = "") -> Path:
@@ -152,6 +152,7 @@ def read_table(path: Path, required: list[str], *, text: tuple[str, ...] = (), s
             df = pd.read_csv(path, **kwargs)
     except pd.errors.ParserWarning:
         row = _first_long_line(path, sep, None if names is None else len(names))
+        row = None if row is None else physical_line(path, row)
         raise InputError("line has more fields than the header", file=str(path), row=row) from None
     except pd.errors.EmptyDataError:
         raise InputError("file is empty", file=str(path)) from None
@@ -178,7 +179,7 @@ def read_table(path: Path, required: list[str], *, text: tuple[str, ...] = (), s
         short = df[names[-1]].isna().to_numpy()
         if short.any():
             i = first(short)
-            raise InputError(f"expected {n_fields} tab-separated fields", file=str(path), row=i + 1,
+            raise InputError(f"expected {n_fields} tab-separated fields", file=str(path), row=physical_line(path, i + 1),
                              field=next(c for c in names if pd.isna(df[c].iloc[i])))
     bad = _BAD_ROWS.get()
     if bad is not None:  # --skip-bad-rows: leave out the rows an earlier run flagged
@@ -286,7 +287,12 @@ def _str_col(v, n: int):
 def finish(df: pd.DataFrame, source: Path | str, *, fmt: str, dropped: dict[str, int] | None = None,
            rows: np.ndarray | None = None, **attrs) -> pd.DataFrame:
     """Validate against the schema (``rows``: the file row of each job), sort, attach provenance."""
-    out = schema.validate(df, str(source), rows)
+    try:
+        out = schema.validate(df, str(source), rows)
+    except InputError as e:  # name the row as the file shows it (blank lines counted)
+        if e.row is None or not Path(str(source)).is_file():
+            raise
+        raise InputError(e.message, file=e.file, row=physical_line(Path(str(source)), e.row), field=e.field) from None
     reasons = {k: int(v) for k, v in (dropped or {}).items() if v}
     out.attrs.update(format=fmt, source=str(source), dropped=sum(reasons.values()),
                      dropped_reasons=reasons, **attrs)
@@ -323,7 +329,8 @@ def combine(parts: list[Part], source: Path, *, fmt: str, id_field: str = "job_i
                     break
         i = first(dup)
         k = int(np.searchsorted(starts, i, side="right") - 1)
-        raise InputError(what, file=str(parts[k].path), row=int(parts[k].rows[i - starts[k]]), field=id_field)
+        row = physical_line(parts[k].path, int(parts[k].rows[i - starts[k]]))
+        raise InputError(what, file=str(parts[k].path), row=row, field=id_field)
     if len(df):
         df["arrival_s"] = df["arrival_s"] - df["arrival_s"].min()
     dropped: dict[str, int] = {}

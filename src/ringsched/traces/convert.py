@@ -46,7 +46,7 @@ def to_jobs(frame: pd.DataFrame, cluster: Cluster, *, seed: int = 0, elastic: bo
             try:
                 canon[m] = get_profile(m)
             except InputError as e:
-                raise InputError(e.message, file=source, row=i, field="model") from None
+                raise InputError(e.message, file=source, row=i + 1, field="model") from None  # job position, from 1
     bsz = frame["local_bsz"].to_numpy(dtype=np.int64).copy()
     for i in np.flatnonzero(bsz == 0):
         bsz[i] = canon[models[i]].default_local_bsz

@@ -1,4 +1,4 @@
-"""Checks of a delimited file before its rows are read: size, and a header without repeats."""
+"""Checks of a delimited file before its rows are read (size, a header without repeats), and\nthe file line of a row the reader counted."""
 
 from __future__ import annotations
 
@@ -30,3 +30,20 @@ def check_table_file(path: Path, *, sep: str = ",", has_header: bool = True) -> 
         if name in seen and name:
             raise InputError(f"column {name!r} appears twice in the header", file=str(path), row=1, field=name)
         seen.add(name)
+
+
+def physical_line(path: Path, row: int) -> int:
+    """The file's line number (1-based) of its ``row``-th non-blank line: the CSV readers skip
+    blank lines, so their row counts must be mapped back to name the row as the file shows it.
+    Only used on the error path; ``row`` itself when the file cannot be read again."""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            seen = 0
+            for number, line in enumerate(f, start=1):
+                if line.strip():
+                    seen += 1
+                    if seen == row:
+                        return number
+    except OSError:
+        pass
+    return row

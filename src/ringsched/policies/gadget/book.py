@@ -113,6 +113,10 @@ class CommitmentBook:
         self.epoch += 1
         self.early_fail.pop(jid, None)
 
+    def commit_seq(self, jid: str) -> int:
+        """The plan's place in commit order (the order releases go in)."""
+        return self._seq[jid]
+
     def release_gone(self, active, slot: int) -> None:
         """Release the plans of jobs no longer active (finished early), in commit order."""
         for jid in sorted(self.plans.keys() - active, key=self._seq.__getitem__):

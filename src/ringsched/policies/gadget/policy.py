@@ -28,6 +28,7 @@ wakeup; the rooms it uses are ``params``, ``search``, ``payoff_bounds``, ``book`
 from __future__ import annotations
 
 import heapq
+import math
 
 from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
@@ -36,6 +37,7 @@ from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.search import PlanSearch
+from ringsched.policies.gadget.usage import GpuTimeSplit
 from ringsched.policies.registry import register
 
 __all__ = ["Gadget", "GadgetParams", "Oasis", "Plan"]
@@ -61,6 +63,8 @@ class Gadget(Policy):
         self.horizon: dict[str, tuple[float, float]] = {}  # (utility horizon s, samples/s alone)
         self._speed_version = 0
         self.bound_skips = 0
+        self.reestimated: set[str] = set()  # told by the world: their estimates doubled, re-plan them
+        self.usage = GpuTimeSplit()
 
     @property
     def plans(self) -> dict[str, Plan]:
@@ -112,7 +116,7 @@ class Gadget(Policy):
         if reason or self.p.admission != "strict":
             return reason
         self._ensure(nodes, [job])
-        slot = round(nodes.now_s / nodes.slot_s)
+        slot = slot_of(nodes)
         h = utility_horizon_s(job, self.p.tail_utility)
         plan = self.search(job, job.work_samples, nodes, slot, horizon_end_s=job.arrival_s + h)
         if plan is None or plan.payoff <= 0:
@@ -127,20 +131,43 @@ class Gadget(Policy):
             self.planner.clear_rates()
             self.lender.clear_speeds()
             self.horizon.clear()
-        slot = round(nodes.now_s / nodes.slot_s)
+        slot = slot_of(nodes)
         active = {js.job_id: js for js in jobs}
         self.book.release_gone(active.keys(), slot)  # finished early: free their later reservations
         behind: set[str] = set()
         for jid in self.book.over(slot, nodes.up):
             self.book.release(jid, slot)  # plan over but work left, or a failed server
             behind.add(jid)
+        behind |= self._release_reestimated(active, slot)
         self._offer_unplanned(jobs, nodes, slot, behind, previous_allocations)
         out, running_plan = self._planned_placements(active, nodes, slot, previous_allocations)
         if self.p.work_conserving:
             self.lender.lend(jobs, nodes, slot, out, previous_allocations, running_plan)
             if self.p.commit_early_runs:
                 self.book.commit_early_runs(out, slot, nodes)
+        self.usage.record(nodes.now_s, jobs, out, self.book.plans, slot, nodes.slot_s)
         return out
+
+    def on_reestimate(self, job_id: str) -> None:
+        """The job's estimate doubled: its plan (made for the old work) is released at the next
+        decision and the job is offered again for what is left, as a job behind its plan."""
+        self.reestimated.add(job_id)
+
+    def _release_reestimated(self, active: dict, slot: int) -> set[str]:
+        """Release the plans of re-estimated jobs (in commit order, as ``release_gone``); those
+        that had one are offered again first, the others are due for an offer at once."""
+        told, self.reestimated = self.reestimated, set()
+        planned = [jid for jid in told if jid in self.book.plans and jid in active]
+        for jid in sorted(planned, key=self.book.commit_seq):
+            self.book.release(jid, slot)
+        for jid in told - set(planned):  # deferred: its payoff changed, so no back-off
+            self.last_try.pop(jid, None)
+            self.misses.pop(jid, None)
+        return set(planned)
+
+    def stats(self) -> dict[str, float]:
+        """GPU-time under committed plans and on lent GPUs (issue 15: how much GADGET's plans do)."""
+        return self.usage.stats()
 
     def _offer_unplanned(self, jobs, nodes: Nodes, slot: int, behind: set, previous_allocations) -> None:
         """Offer jobs without a plan: those behind first, then new ones, then deferred ones, each by
@@ -232,6 +259,12 @@ class Gadget(Policy):
         nxt = [max(plan.first_slot, int(now_s // slot_s) + 1) for plan in self.plans.values()
                if plan.last_slot * slot_s > now_s]
         return min(nxt) * slot_s if nxt else None
+
+
+def slot_of(nodes: Nodes) -> int:
+    """The slot a decision at ``now_s`` plans from: the one it lies in. Deciding at events
+    (mid-slot) must not round up to the next slot: the current slot's commitments still run."""
+    return math.floor(nodes.now_s / nodes.slot_s + 1e-9)
 
 
 @register

@@ -1,0 +1,83 @@
+"""GADGET's hooks into the world: re-planning a re-estimated job, the split of its GPU-time
+between committed plans and lent GPUs (``stats``), and the slot a mid-slot decision plans from."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ringsched.cluster.model import parse_spec
+from ringsched.job import Job
+from ringsched.objectives.utility import SigmoidUtility
+from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
+from ringsched.policies import Nodes
+from ringsched.policies.gadget.policy import Gadget, slot_of
+from ringsched.simulator import SimConfig, Simulator
+
+U = SigmoidUtility(1, 3600, 0.001)
+
+
+def job(i, arrival, gpus, seconds, cluster):
+    rate = SpeedModel(cluster).throughput_sps("resnet50", 64, consolidated_shape(gpus, int(cluster.gpus.max())))
+    return Job(f"j{i}", float(arrival), "resnet50", 64, seconds * rate, 1, gpus, U)
+
+
+class Watched(Gadget):
+    """GADGET that records, at the first decision after each re-estimate, the job's plan and
+    the time its new remaining work needs at its fastest."""
+
+    name = "gadget-watched-test"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.told: list[str] = []
+        self.after: list[tuple] = []
+
+    def on_reestimate(self, job_id):
+        super().on_reestimate(job_id)
+        self.told.append(job_id)
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        out = super().optimize(jobs, nodes, previous_allocations)
+        for jid in self.told:
+            js = next(j for j in jobs if j.job_id == jid)
+            fastest = max(nodes.throughput_sps(js, w) for w in range(1, js.job.max_workers + 1))
+            self.after.append((nodes.now_s, self.plans.get(jid), js.remaining_at(nodes.now_s) / fastest))
+        self.told.clear()
+        return out
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_a_reestimated_job_is_planned_again_for_its_new_work(events):
+    c = parse_spec("1x8")
+    jobs = [job(0, 0, 8, 3000.0, c), job(1, 100, 4, 2500.0, c)]
+    pol = Watched()
+    r = Simulator(jobs, c, pol, SimConfig(estimates="user:0.3", decide_at_events=events)).run()
+    assert (r.jobs.status == "completed").all()
+    assert len(pol.after) >= 2 and all(r.jobs.reestimates >= 1)
+    for now, plan, need_s in pol.after:
+        # a plan made for the doubled estimate: it cannot finish before the new work is done
+        assert plan is not None and plan.finish_s >= now + need_s - 1e-6, (now, plan, need_s)
+
+
+def test_gpu_time_splits_into_planned_and_lent_and_adds_up_to_what_ran():
+    c = parse_spec("2x8")
+    jobs = [job(i, 37.0 * i, [8, 4, 2, 1][i % 4], 400.0 + 150 * i, c) for i in range(14)]
+    for events in (True, False):
+        pol = Gadget()
+        r = Simulator(jobs, c, pol, SimConfig(decide_at_events=events)).run()
+        st = r.summary["policy_stats"]
+        held_h = r.jobs.gpu_s.sum() / 3600
+        assert st["planned_gpu_h"] + st["lent_gpu_h"] == pytest.approx(held_h, rel=1e-6)
+        assert 0 < st["planned_share"] < 1 and st["lent_gpu_h"] > 0
+        assert st["planned_share"] == pytest.approx(st["planned_gpu_h"] / held_h, rel=1e-6)
+    # nothing is lent when GADGET does not lend: every GPU-second ran under a plan
+    st = Simulator(jobs, c, Gadget(work_conserving=False), SimConfig()).run().summary["policy_stats"]
+    assert st["lent_gpu_h"] == 0 and st["planned_share"] == 1.0 and st["jobs_ever_planned_share"] == 1.0
+
+
+@pytest.mark.parametrize("now_s, slot", [(0.0, 0), (299.0, 0), (151.0, 0), (300.0, 1), (300.0 - 1e-10, 1), (899.9, 2)])
+def test_a_decision_plans_from_the_slot_it_lies_in(now_s, slot):
+    c = parse_spec("1x8")
+    n = Nodes(c, np.ones(1, dtype=bool), now_s, 300.0, SpeedModel(c))
+    assert slot_of(n) == slot

@@ -8,7 +8,7 @@ import pytest
 
 from ringsched.cluster.model import parse_spec
 from ringsched.job import Job
-from ringsched.objectives.utility import SigmoidUtility
+from ringsched.utility.functions import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import Nodes
 from ringsched.policies.gadget.policy import Gadget, slot_of

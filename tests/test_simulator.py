@@ -364,3 +364,36 @@ def test_simulate_json_has_the_summary_fields_issue_3_names(cli):
         assert k in s, k
     assert s["policy"] == "srtf" and s["jobs"] == 40 and s["completed"] == 40
     assert 0 < s["gpu_utilization"] <= 1 and s["p50_jct_s"] <= s["p99_jct_s"] and s["energy_kwh"] > 0
+
+
+def test_stall_guard_ends_a_run_whose_time_stops_advancing(monkeypatch):
+    """A world that keeps asking for a decision at the same simulated time ends with
+    ``stalled_at_s`` set and every job kept, instead of looping forever.
+    Mutant caught: the guard removed from Simulator.run (the alarm fails the test)."""
+    import signal
+
+    from ringsched.cluster.model import parse_spec
+    from ringsched.policies.registry import make_policy
+    from ringsched.simulator.engine import Simulator
+    from ringsched.traces import load_trace
+    from ringsched.traces.convert import to_jobs
+
+    cluster = parse_spec("1x2")
+    jobs = to_jobs(load_trace("synthetic:5", seed=0), cluster, seed=0)
+    sim = Simulator(jobs, cluster, make_policy("fifo"))
+    monkeypatch.setattr(Simulator, "stall_limit", 50)
+    monkeypatch.setattr(sim, "_next_decision", lambda t, nxt: t)  # time never moves on
+
+    def hang(*_):
+        raise AssertionError("the stall guard did not stop the run")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(20)
+    try:
+        result = sim.run()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert sim.stalled_at_s is not None
+    assert result.summary["stalled_at_s"] == sim.stalled_at_s
+    assert len(result.jobs) == 5

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ringsched.cli import workload as w
+from ringsched.errors import InputError
 
 # The count fields printed before the catalogue's metrics (the JSON has every field).
 COUNT_FIELDS = ("jobs", "completed", "waiting", "rejected", "restarts")
@@ -144,3 +145,6 @@ def simulate(
     if s["interrupted"]:
         Console(stderr=True).print("interrupted: partial results kept" + (f" in {out}" if out else ""))
         raise typer.Exit(130)
+    if s.get("stalled_at_s") is not None:
+        raise InputError(f"simulated time stalled at {s['stalled_at_s']:g} s (the run stopped there; "
+                         f"results up to then are kept{' in ' + str(out) if out else ''})", field="policy")

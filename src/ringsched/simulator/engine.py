@@ -87,7 +87,13 @@ ProgressFn = Callable[[float, int, int], None]
 
 
 class Simulator:
-    """One simulation of ``jobs`` on ``cluster`` under ``policy``. Call ``run()`` once."""
+    """One simulation of ``jobs`` on ``cluster`` under ``policy``. Call ``run()`` once.
+
+    The stall guard: more than ``stall_limit`` consecutive steps of the main loop at one
+    simulated time (a policy or event that keeps asking for a decision now) end the run;
+    ``stalled_at_s`` says when, and every job is kept as it stood (docs/metrics.md)."""
+
+    stall_limit = 10_000
 
     def __init__(self, jobs: Sequence[Job], cluster: Cluster, policy: Policy,
                  config: SimConfig | None = None, *, progress: ProgressFn | None = None,
@@ -131,6 +137,7 @@ class Simulator:
         self.changes: list[tuple] = []
         self.finished = 0
         self.interrupted = False
+        self.stalled_at_s: float | None = None  # set when simulated time stopped advancing
         self.server_failures = 0
 
     # ---------------------------------------------------------------- helpers
@@ -375,6 +382,7 @@ class Simulator:
         t = t0
         changed = True
         last_report = 0.0
+        same_t = 0  # consecutive decisions at one simulated time (the stall guard)
         try:
             while t <= horizon:
                 if self.cfg.stop_rule is not None and self.active and self._stop_early(t):
@@ -400,6 +408,10 @@ class Simulator:
                     t = horizon
                     break
                 b, changed = self._events_until(t, b, nxt)
+                same_t = same_t + 1 if b <= t else 0
+                if same_t > self.stall_limit:
+                    self.stalled_at_s = t
+                    break
                 self._accumulate(b)
                 t = b
                 if not self.active and nxt >= n_jobs:
@@ -469,6 +481,7 @@ class Simulator:
             self._materialize(js, max(end_s, js.mark_s))
             js.status = "waiting"
             js.reason = ("interrupted" if self.interrupted else
+                         "simulated time stalled" if self.stalled_at_s is not None else
                          "unfinished at the horizon" if end_s >= horizon else
                          f"never scheduled by {self.policy.name}" if js.first_start_s is None else
                          f"stopped and never resumed by {self.policy.name}")

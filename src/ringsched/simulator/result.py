@@ -80,6 +80,7 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
         "powered_server_s": sim.powered_server_s,
         "powered_gpu_s": sim.powered_gpu_s,
         "interrupted": sim.interrupted,
+        "stalled_at_s": sim.stalled_at_s,
         "wall_s": wall_s,
     })
     stats = sim.policy.stats()

@@ -475,12 +475,12 @@ def option_cases() -> list[Case]:
         out.append(Case(f"optimum-check {opt} {v}", ["optimum-check", opt, v], field=opt.lstrip("-")))
     # policies and objectives at the CLI boundary
     pols = ["nosuch", "fifo:x=1", "gadget:admission=strict,admission=deferred", "gadget:admission=maybe",
-            "gadget:pack_slack=nan", "gadget:pack_slack=1e400", "fifo:", "gadget:=3", ":x"]
+            "gadget:pack_slack=nan", "gadget:pack_slack=1e400", "fifo:bogus", "gadget:=3", ":x"]
     for i, p in enumerate(pols):
         if i % 2:
             out.append(Case(f"policy {p}", [*sim[:-2], "--policy", p], field="policy"))
         else:
-            out.append(Case(f"policies {p}", [*cmp_[:6], p, "--out", "{d}/o"], field="policies"))
+            out.append(Case(f"policies {p}", [*cmp_[:6], p, "--out", "{d}/o"], field="polic"))  # policy/policies
     out.append(Case("run --policy", ["run", "--policy", "nosuch", "--state", "{d}/s"], field="policy"))
     out.append(Case("run --backend", ["run", "--backend", "nosuch", "--state", "{d}/s"], field="backend"))
     out.append(Case("run --slot-s", ["run", "--slot-s", "0", "--state", "{d}/s"], field="slot-s"))

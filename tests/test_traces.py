@@ -666,3 +666,16 @@ def test_rows_in_errors_are_file_lines_blank_lines_counted(tmp_path):
     p = write(tmp_path, "p.csv", PHILLY_HEAD + "\n2017-10-09 07:01:55,5,1,5,a\n\n\n2017-10-09 07:01:55,x,1,5,a\n")
     e = error(f"philly:{p}")
     assert (e.row, e.field) == (6, "duration")
+
+
+@pytest.mark.parametrize("spec,what", [("demo:10,load=1e-300", "load"), ("demo:10,load=1,load=2", "twice"),
+                                       ("demo:10,time_scale=nan", "time_scale"), ("demo:10,bogus=1", "bogus"),
+                                       ("demo:0", "number of jobs")])
+def test_demo_options_are_bounded(spec, what):
+    """The demo shape's options go through the same bounds as synthetic's (issue 20).
+    Mutant caught: parse_demo_options without LIMITS (load=1e-300 then hangs the arrival draw)."""
+    from ringsched.errors import InputError
+    from ringsched.traces import load_trace
+
+    with pytest.raises(InputError, match=what):
+        load_trace(spec, seed=0)

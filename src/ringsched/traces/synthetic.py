@@ -238,13 +238,13 @@ def generate_demo(n_jobs: int, seed: int = 0, *, load: float = DEMO_DEFAULTS["lo
                   time_scale: float = DEMO_DEFAULTS["time_scale"],
                   max_duration_s: float = DEMO_DEFAULTS["max_duration_s"]) -> pd.DataFrame:
     """The demo workload: ``n_jobs`` jobs of Philly's busy-period shape (see above)."""
-    _check(n_jobs, {})
+    check_jobs(n_jobs)
     for name, v in (("load", load), ("time_scale", time_scale), ("max_duration_s", max_duration_s)):
-        if not (math.isfinite(v) and v > 0):
-            raise InputError(f"demo option {name} must be > 0, got {v:g}", field="trace")
+        LIMITS[name].check(v, field="trace", what=f"demo option {name}")
     n = int(n_jobs)
     s_arr, s_gpu, s_dur, s_ten = (np.random.default_rng(s) for s in np.random.SeedSequence(int(seed)).spawn(4))
     rate_s = load * CLUSTER_GPUS / demo_mean_gpu_s(max_duration_s) * time_scale
+    check_span(n, rate_s * 3600.0)
     arrival = _arrivals(s_arr, n, rate_s, 0.0)
     sizes = np.array(list(BUSY_GPU_COUNTS), dtype=np.int64)
     counts = np.array(list(BUSY_GPU_COUNTS.values()), dtype=float)
@@ -264,21 +264,9 @@ def generate_demo(n_jobs: int, seed: int = 0, *, load: float = DEMO_DEFAULTS["lo
                       description=f"demo workload (Philly busy-period shape), {n} jobs, seed {seed}")
 
 
+DEMO_BOUNDS = {k: LIMITS[k] for k in DEMO_DEFAULTS}
+
+
 def parse_demo_options(text: str) -> tuple[int, dict[str, float]]:
-    """``N[,load=L,time_scale=S,max_duration_s=C]`` -> (N, options)."""
-    items = [p.strip() for p in text.split(",")]
-    try:
-        n = int(items[0])
-    except ValueError:
-        raise InputError(f"demo:N needs a whole number of jobs, got {items[0]!r}", field="trace") from None
-    opts: dict[str, float] = {}
-    for item in items[1:]:
-        key, eq, value = (x.strip() for x in item.partition("="))
-        if not eq or key not in DEMO_DEFAULTS or key in opts:
-            raise InputError(f"demo option {item!r}: give each of {', '.join(DEMO_DEFAULTS)} at most once as "
-                             "key=value", field="trace")
-        try:
-            opts[key] = float(value)
-        except ValueError:
-            raise InputError(f"demo option {key}={value!r} is not a number", field="trace") from None
-    return n, opts
+    """``N[,load=L,time_scale=S,max_duration_s=C]`` -> (N, options), each within ``LIMITS``."""
+    return parse_count_and_options(text, DEMO_BOUNDS, what="demo")

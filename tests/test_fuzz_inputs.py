@@ -263,7 +263,8 @@ def test_output_paths_are_checked_before_any_work(tmp_path):
                        (["model", "fit", tmp_path / "data.csv", "--out", tmp_path], tmp_path),
                        (["model", "fit", tmp_path / "data.csv", "--out", "/proc/no/such/p.json"], "/proc/no/such"),
                        (["compare", "--trace", "synthetic:3", "--out", "/proc/ringsched-x/out"], "/proc/ringsched-x"),
-                       (["optimum-check", "--instances", "1", "--details", tmp_path], tmp_path)):
+                       (["optimum-check", "--instances", "1", "--details", tmp_path], tmp_path),
+                       (["run", "--jobs", "demo:1", "--state", "/proc/ringsched-x/state"], "/proc/ringsched-x")):
         assert_one_line(run_cli(*args), file=path)
 
 

@@ -483,6 +483,7 @@ def option_cases() -> list[Case]:
             out.append(Case(f"policies {p}", [*cmp_[:6], p, "--out", "{d}/o"], field="polic"))  # policy/policies
     out.append(Case("run --policy", ["run", "--policy", "nosuch", "--state", "{d}/s"], field="policy"))
     out.append(Case("run --backend", ["run", "--backend", "nosuch", "--state", "{d}/s"], field="backend"))
+    out.append(Case("run --state unwritable", ["run", "--state", "/proc/ringsched-corpus/state"], field="--state"))
     out.append(Case("run --slot-s", ["run", "--slot-s", "0", "--state", "{d}/s"], field="slot-s"))
     out.append(Case("run --checkpoint-s", ["run", "--checkpoint-s", "nan", "--state", "{d}/s"], field="checkpoint-s"))
     out.append(Case("run --cluster", ["run", "--cluster", "2x2,racks=1.5", "--state", "{d}/s"], field="cluster"))

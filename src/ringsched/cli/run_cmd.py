@@ -130,6 +130,10 @@ def run(
     run_jobs = load_jobs(jobs)
     if state is not None and state.exists() and not state.is_dir():
         raise InputError(f"--state {state} exists and is not a directory", field="state")
+    if state is not None:
+        from ringsched.validation.paths import output_folder
+
+        output_folder(state, "--state")  # a folder we cannot create or write: one line, before any work
     tmp = None
     state_dir = state.resolve() if state is not None else None  # workers (Ray actors) have other cwds
     if state_dir is None:

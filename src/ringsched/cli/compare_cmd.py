@@ -51,6 +51,7 @@ def compare(
     contention: bool = w.ContentionOpt,
     horizon_s: float = w.HorizonSOpt,
     estimates: str = w.EstimatesOpt,
+    slotted: bool = w.SlottedOpt,
     workers: int = w.WorkersOpt,
 ) -> None:
     if gpu_profiles:

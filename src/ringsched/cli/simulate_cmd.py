@@ -93,6 +93,7 @@ def simulate(
     contention: bool = w.ContentionOpt,
     horizon_s: float = w.HorizonSOpt,
     estimates: str = w.EstimatesOpt,
+    slotted: bool = w.SlottedOpt,
     gpu_profiles: list[Path] = w.GpuProfilesOpt,
     objective: str = w.ObjectiveOpt,
     profiles: list[str] = w.ProfilesOpt,
@@ -117,7 +118,7 @@ def simulate(
     obj = parse_objective(objective)
     cfg = w.simulator_settings(dict(slot_s=slot_s, restart_s=restart_s, checkpoint_s=checkpoint_s, mtbf=mtbf,
                                     mttr=mttr, contention=contention, horizon_s=horizon_s,
-                                    estimates=estimates)).sim_config(seed)
+                                    estimates=estimates, slotted=slotted)).sim_config(seed)
     fitted = w.read_profiles(profiles)
     wl = w.load_workload(trace, cluster, vc=vc, window=window, limit=limit, seed=seed, rigid=rigid,
                          skip_bad_rows=skip_bad_rows, profiles=fitted)

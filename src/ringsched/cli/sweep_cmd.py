@@ -101,6 +101,7 @@ def sweep(
     contention: bool = w.ContentionOpt,
     horizon_s: float = w.HorizonSOpt,
     estimates: str = w.EstimatesOpt,
+    slotted: bool = w.SlottedOpt,
     workers: int = w.WorkersOpt,
 ) -> None:
     """Sweep policies over load factors, cluster sizes and seeds; table, paired differences, plots."""

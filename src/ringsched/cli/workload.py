@@ -45,6 +45,9 @@ ObjectiveOpt = typer.Option("jct", "--objective",
                             help="Objective NAME[,key=value...]: jct, deadline, energy, fairness or convergence "
                                  "(docs/objectives.md); judges every policy and drives GADGET's decisions.")
 WorkersOpt = typer.Option(None, "--workers", min=1, help="Worker processes (default: min(runs, CPU count)).")
+SlottedOpt = typer.Option(False, "--slotted", metavar="",
+                          help="Flag: decide only at slot boundaries (default: also at every arrival and "
+                               "completion, docs/metrics.md).")
 EstimatesOpt = typer.Option("exact", "--estimates",
                             help="What policies know of each job's work: exact, lognormal:SIGMA or user:FACTOR "
                                  "(docs/metrics.md); the world runs the true work.")
@@ -59,7 +62,7 @@ TRACE_FIELDS = {"trace": "trace.trace", "vc": "trace.vc", "window": "trace.windo
 SIM_FIELDS = {"slot_s": "simulator.slot_s", "restart_s": "simulator.restart_s",
               "checkpoint_s": "simulator.checkpoint_s", "mtbf": "simulator.mtbf_h", "mttr": "simulator.mttr_h",
               "contention": "simulator.contention", "horizon_s": "simulator.horizon_s",
-              "estimates": "simulator.estimates"}
+              "estimates": "simulator.estimates", "slotted": "simulator.slotted"}
 
 
 def read_profiles(items: list[str] | None) -> dict[str, dict]:

@@ -49,6 +49,7 @@ class SimulatorSettings(BaseModel):
     contention: bool = False
     horizon_s: float | None = Field(None, gt=0)
     estimates: str = "exact"  # what policies know of each job's work (simulator/estimates.py)
+    slotted: bool = False  # decide only at slot boundaries (default: also at arrivals and completions)
 
     @field_validator("estimates")
     @classmethod
@@ -61,7 +62,8 @@ class SimulatorSettings(BaseModel):
         from ringsched.simulator import SimConfig
 
         try:
-            return SimConfig(seed=int(seed), **self.model_dump())
+            fields = self.model_dump()
+            return SimConfig(seed=int(seed), decide_at_events=not fields.pop("slotted"), **fields)
         except ValueError as e:
             raise InputError(str(e), field="options") from None
 
@@ -72,6 +74,8 @@ class SimulatorSettings(BaseModel):
             parts.append("network contention")
         if self.horizon_s is not None:
             parts.append(f"horizon {self.horizon_s:g} s")
+        if self.slotted:
+            parts.append("decisions at slot boundaries only")
         if self.estimates != "exact":
             parts.append(f"estimates {self.estimates}")
         return ", ".join(parts)

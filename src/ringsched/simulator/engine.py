@@ -60,7 +60,7 @@ class SimConfig:
     # a job's JCT then does not include a wait for the next boundary. Off by default until the
     # tests of GADGET and of the objectives, stated in the slotted world, are restated; the
     # suite (experiment/suite.py) turns it on
-    decide_at_events: bool = False
+    decide_at_events: bool = True
     # what policies know of each job's work (docs/metrics.md, "Duration knowledge"); a spec
     # text (exact | lognormal:SIGMA | user:FACTOR) is parsed
     estimates: Estimates | str = field(default_factory=Estimates)

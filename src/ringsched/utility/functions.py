@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -70,7 +71,13 @@ class LinearUtility:
 
 @dataclass(frozen=True)
 class DeadlineUtility:
-    """Full value by the deadline, then decaying exponentially (decay 0 = nothing after it)."""
+    """Full value by the deadline, then decaying exponentially (decay 0 = nothing after it).
+
+    A job that ends within ``ON_TIME_S`` of its deadline is on time: a job run alone at its
+    fastest finishes at its isolated time up to rounding, and a deadline of exactly that time
+    must count it as met."""
+
+    ON_TIME_S: ClassVar[float] = 1e-9
 
     value: float
     deadline_s: float
@@ -89,7 +96,7 @@ class DeadlineUtility:
         t = np.asarray(jct_s, dtype=float)
         late = np.maximum(t - self.deadline_s, 0.0)
         after = self.value * np.exp(-self.decay_per_s * late) if self.decay_per_s > 0 else 0.0
-        return np.where(t <= self.deadline_s, self.value, after)
+        return np.where(t <= self.deadline_s + self.ON_TIME_S, self.value, after)
 
 
 Utility = SigmoidUtility | LinearUtility | DeadlineUtility

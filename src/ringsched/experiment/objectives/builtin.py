@@ -77,7 +77,7 @@ class Deadline(Objective):
         d = jobs["job_id"].map(self.deadlines).to_numpy(dtype=float)
         jobs["deadline_s"] = d
         done = (jobs["status"] == "completed").to_numpy()
-        met = done & (jobs["jct_s"].to_numpy(dtype=float) <= d + 1e-9)
+        met = done & (jobs["jct_s"].to_numpy(dtype=float) <= d + DeadlineUtility.ON_TIME_S)
         n = len(jobs)
         result.summary["deadline_met"] = int(met.sum())
         result.summary["deadline_met_share"] = float(met.sum() / n) if n else None

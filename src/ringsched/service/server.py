@@ -100,6 +100,7 @@ class ApiThread:
         self.thread: threading.Thread | None = None
 
     def start(self) -> None:
+        self.sock.listen(512)  # connections from now on wait in the backlog until uvicorn accepts them
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="ringsched-api")
         self.thread.start()
@@ -144,6 +145,7 @@ def serve(opts: ServeOptions, notify) -> dict:
     policy = make_policy(opts.policy)
     sock = bind(opts.host, opts.port)
     lock = StateLock(opts.state_dir).acquire()
+    (opts.state_dir / URL_FILE).unlink(missing_ok=True)  # a killed predecessor's address
     previous = signals.terminate_gracefully()
     journal = log = api = None
     try:

@@ -73,3 +73,24 @@ def test_hold_release_cancel_and_sigterm(tmp_path):
     assert attempts[1]["start_samples"] >= held_at > 0  # released from its checkpoint, not from zero
     assert query(state, "SELECT completions FROM jobs WHERE job_id='keep'")[0]["completions"] == 1
     assert query(state, "SELECT status FROM jobs WHERE job_id='drop'")[0]["status"] == "cancelled"
+
+
+def test_acknowledged_submission_not_yet_taken_survives_a_kill(tmp_path):
+    """The service died after committing a submission and before its controller took it: the
+    command log is all there is, and the next start runs the job (once)."""
+    from ringsched.backends.jobs_file import job_from_mapping
+    from ringsched.service.store import CommandLog
+
+    state = tmp_path / "state"
+    state.mkdir()
+    log = CommandLog(state)
+    log.record("submit", "orphan", job=job_from_mapping(long_job("orphan", 200), (), source="test"), user="dave")
+    log.close()
+    proc, client = start(state)
+    try:
+        assert client.get("/api/jobs/orphan")["user"] == "dave"
+        wait_for(lambda: state_of(client, "orphan") == "completed", 90, "the replayed job to complete")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert query(state, "SELECT completions FROM jobs WHERE job_id='orphan'")[0]["completions"] == 1

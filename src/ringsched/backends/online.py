@@ -70,7 +70,7 @@ def online_check_journal(journal: "Journal", cluster_spec: str) -> bool:
     """True when ``journal`` is a service's journal on this cluster (to resume), False when it
     is empty; an ``InputError`` when it belongs to a batch run or another cluster."""
     meta = journal.meta()
-    if "jobs_digest" not in meta or True:
+    if "jobs_digest" not in meta:
         return False
     if meta["jobs_digest"] != ONLINE_DIGEST:
         raise InputError(f"state directory {journal.dir} belongs to a batch run ({meta.get('jobs_source', '?')!r}), "

@@ -36,6 +36,7 @@ def serve(
 ) -> None:
     """Run the scheduler as a service: submit, list, cancel, hold and release jobs over HTTP
     (ringsched submit/queue/status/cancel/logs), until SIGTERM or Ctrl-C checkpoints them."""
+    from ringsched.backends import signals
     from ringsched.backends.controller import LauncherError
     from ringsched.backends.journal import StateWriteError
     from ringsched.service.server import ServeOptions, serve as run_service
@@ -59,6 +60,9 @@ def serve(
     except (StateWriteError, LauncherError) as e:
         err.print(f"ringsched: error: {escape(str(e))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_STATE_ERROR) from None
+    except signals.Interrupted as e:  # before the controller's loop took over (it handles the rest itself)
+        err.print(f"ringsched: interrupted ({signal.Signals(e.signum).name})", highlight=False)
+        raise typer.Exit(signals.exit_code(e.signum)) from None
     if summary["interrupted"]:
         notify(f"stopped ({signal.Signals(summary['interrupted']).name}): running jobs checkpointed; "
                f"{summary['completed']} completed, {summary['unfinished']} to resume (pid {os.getpid()})")

@@ -160,7 +160,9 @@ def serve(opts: ServeOptions, notify) -> dict:
         app = build_app(Views(opts.state_dir, cluster, opts.cluster_spec, log.submissions), log, queue, live,
                         opts.token)
         api = ApiThread(app, sock, opts.state_dir / URL_FILE, notify)
-        ctl = Controller(jobs, cluster, opts.cluster_spec, policy, _launcher(opts, cluster), journal,
+        launcher = _launcher(opts, cluster)
+        signals.terminate_gracefully()  # again: ray.init installs its own SIGTERM handler (it aborts)
+        ctl = Controller(jobs, cluster, opts.cluster_spec, policy, launcher, journal,
                          RunConfig(slot_s=opts.slot_s, ckpt_every_s=opts.checkpoint_s), jobs_source="service",
                          notify=notify, on_tick=_on_tick(live, api), commands=queue)
         return ctl.run()

@@ -116,7 +116,7 @@ def test_serve_refuses_open_bind_one_line_exit_2(cli, tmp_path, monkeypatch):
     assert not (tmp_path / "s").exists()  # refused before touching the state
 
 
-def test_client_verbs_unreachable_and_unknown_job_exit_2(cli, service, monkeypatch):
+def test_client_verbs_service_unreachable_exit_2(cli, service, monkeypatch):
     monkeypatch.setenv("RINGSCHED_URL", "http://127.0.0.1:9")  # discard port: nothing listens
     for verb in (("queue",), ("status", "x"), ("cancel", "x"), ("logs", "x")):
         code, _, err = cli(*verb)

@@ -35,6 +35,7 @@ import numpy as np
 from ringsched.backends import ckpt_store, faults
 from ringsched.backends.jobs_file import RunJob, jobs_digest
 from ringsched.backends.journal import Journal, StateWriteError, write_failure
+from ringsched.backends.online import TERMINAL, ONLINE_DIGEST, CommandSource, apply_commands, online_check_journal
 from ringsched.backends.refit import CPU_PRIOR, Measurement, refit
 from ringsched.backends.signals import Interrupted
 from ringsched.cluster.model import Cluster
@@ -44,7 +45,6 @@ from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.engine import PolicyError
 
-TERMINAL = ("completed", "failed", "rejected")
 STATE_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS)
 MIN_STEPS = 5  # iterations an attempt needs before its median step time counts as a measurement
 
@@ -149,8 +149,8 @@ class Controller:
     def __init__(self, jobs: list[RunJob], cluster: Cluster, cluster_spec: str, policy: Policy,
                  launcher: Launcher, journal: Journal, config: RunConfig | None = None, *,
                  jobs_source: str = "", notify: Callable[[str], None] | None = None,
-                 on_tick: Callable[["Controller"], None] | None = None):
-        if not jobs:
+                 on_tick: Callable[["Controller"], None] | None = None, commands: "CommandSource | None" = None):
+        if not jobs and commands is None:
             raise InputError("no jobs to run", field="jobs")
         self.jobs = {j.name: j for j in jobs}
         self.cluster = cluster
@@ -162,6 +162,7 @@ class Controller:
         self.jobs_source = jobs_source
         self.notify = notify or (lambda msg: None)
         self.on_tick = on_tick
+        self.commands = commands  # online: jobs submitted, cancelled, held, released while it runs
         self.speed = SpeedModel(cluster)
         self.priors: dict[str, RingParams] = {}
         self.measurements: dict[str, list[Measurement]] = {}
@@ -189,9 +190,12 @@ class Controller:
         self._offset = 0.0
         self.wall0 = time.perf_counter()
         for j in jobs:  # every job type starts from the CPU prior, refitted as steps are measured
-            if j.model not in self.priors:
-                self.priors[j.model] = CPU_PRIOR
-                self.speed.set_params(j.model, CPU_PRIOR)
+            self.add_prior(j.model)
+
+    def add_prior(self, model: str) -> None:
+        if model not in self.priors:
+            self.priors[model] = CPU_PRIOR
+            self.speed.set_params(model, CPU_PRIOR)
 
     # ------------------------------------------------------------------ clock
     def now(self) -> float:
@@ -210,12 +214,12 @@ class Controller:
         digest = jobs_digest(list(self.jobs.values()))
         order = sorted(self.jobs.values(), key=lambda j: (j.arrival_s, j.name))
         for n, j in enumerate(order):
-            self.states[j.name] = JobState(j.to_job(self._isolated_s(j)), n, self._isolated_s(j))
-            self.losses[j.name] = []
-            self.loss_first[j.name] = self.loss_last[j.name] = None
-            self.counters[j.name] = {"resizes": 0, "completions": 0, "last_workers": 0, "infra_faults": 0}
-        if not check_journal(self.journal, list(self.jobs.values()), self.cluster_spec):
-            self.journal.set_meta(jobs_digest=digest, cluster=self.cluster_spec,
+            self.register(j, n)
+        resuming = (online_check_journal(self.journal, self.cluster_spec) if self.commands is not None
+                    else check_journal(self.journal, list(self.jobs.values()), self.cluster_spec))
+        if not resuming:
+            self.journal.set_meta(jobs_digest=ONLINE_DIGEST if self.commands is not None else digest,
+                                  cluster=self.cluster_spec,
                                   backend=self.launcher.name, policy=self.policy.name, jobs_source=self.jobs_source,
                                   clock_s=0.0, created=time.time())
             for j in order:
@@ -223,6 +227,14 @@ class Controller:
             return
         meta = self.journal.meta()
         self._recover(meta)
+
+    def register(self, j: RunJob, index: int) -> JobState:
+        """A job's in-memory state (the batch's jobs at setup; online, each submission)."""
+        js = self.states[j.name] = JobState(j.to_job(self._isolated_s(j)), index, self._isolated_s(j))
+        self.losses[j.name] = []
+        self.loss_first[j.name] = self.loss_last[j.name] = None
+        self.counters[j.name] = {"resizes": 0, "completions": 0, "last_workers": 0, "infra_faults": 0}
+        return js
 
     def _recover(self, meta: dict) -> None:
         """Resume after a controller that stopped (or was killed): orphaned workers are reaped,
@@ -267,7 +279,7 @@ class Controller:
                 self._mark_completed(js, t, note="completed by its final checkpoint before the restart")
                 continue
             js.ckpt_samples = js.done_samples = samples
-            js.status = "active" if status == "active" else "pending"
+            js.status = status if status in ("active", "held") else "pending"
             self.journal.update_job(jid, status=js.status, done_samples=js.done_samples, ckpt_samples=js.ckpt_samples)
             if js.status == "active":
                 self.journal.event(t, jid, "resume", f"from checkpoint at {int(js.ckpt_samples)} samples")
@@ -324,13 +336,16 @@ class Controller:
     def run(self) -> dict:
         self._setup()
         # the same once-per-run hook the simulator calls (GADGET derives its price range here)
-        self.policy.prepare([js.job for js in self.states.values()], self.cluster, self.speed)
+        if self.states:  # (online, a policy that needs the workload prepares on its first decision)
+            self.policy.prepare([js.job for js in self.states.values()], self.cluster, self.speed)
         slot = self.cfg.slot_s
         next_b = self.now()
         try:
             while not self._finished():
                 self._pump(0.05)
                 now = self.now()
+                if self.commands is not None and apply_commands(self, self.commands.drain(), now):
+                    next_b = now  # a submission or a release is decided on at once, not at the next slot
                 if now >= next_b:
                     self._boundary(now)
                     next_b = (math.floor(self.now() / slot + 1e-9) + 1) * slot
@@ -358,6 +373,8 @@ class Controller:
     def _finished(self) -> bool:
         if self.live:
             return False
+        if self.commands is not None:
+            return self.commands.closed  # online: the service runs until it is told to stop
         if self.stalled:
             return True
         return all(js.status in TERMINAL for js in self.states.values())
@@ -422,8 +439,9 @@ class Controller:
         self._validate(new, {js.job_id: js for js in active}, t)
         backing_off = any(js.status == "active" and self.retry_at.get(js.job_id, 0.0) > t
                           for js in self.states.values())
-        if not new and not self.live and not backing_off and not any(js.status == "pending"
-                                                                     for js in self.states.values()):
+        if (self.commands is None and not new and not self.live and not backing_off
+                and not any(js.status == "pending"
+                                                                     for js in self.states.values())):
             self.stalled = True  # nothing runs and nothing can change: the rest wait forever
             for js in active:
                 js.status = "waiting"

@@ -240,27 +240,42 @@ def load_jobs_file(path: str | Path) -> list[RunJob]:
             raise InputError(f"duplicate job name {n!r}", file=name, row=doc.line_of(("jobs", i, "name")),
                              field=f"jobs[{i}].name")
     paths = (str(path.resolve().parent),)
-    out = []
-    for i, j in enumerate(spec.jobs):
-        check_entry(j.entry, paths, where=f"jobs[{i}].entry", file=name, row=doc.line_of(("jobs", i, "entry")))
-        if j.work.samples is not None:
-            work = j.work.samples
-        else:
-            per_epoch = j.work.epoch_samples or _dataset_size(j.entry, paths, j.args, where=f"jobs[{i}].work",
-                                                              file=name, row=doc.line_of(("jobs", i, "work")))
-            work = max(1, math.ceil(j.work.epochs * per_epoch))
-            LIMITS["job_samples"].check(work, field=f"jobs[{i}].work", file=name, row=doc.line_of(("jobs", i, "work")),
-                                        what="epochs x epoch_samples")
-        try:
-            json.dumps(j.args)
-        except (TypeError, ValueError):
-            raise InputError("args must be plain YAML values (numbers, strings, lists, mappings)", file=name,
-                             row=doc.line_of(("jobs", i, "args")), field=f"jobs[{i}].args") from None
-        out.append(RunJob(name=j.name, entry=j.entry, local_bsz=j.batch, work_samples=int(work),
-                          min_workers=j.min_workers, max_workers=int(j.max_workers), arrival_s=j.arrival_s,
-                          seed=j.seed, tenant=j.tenant, args=dict(j.args), model=j.model or j.name, paths=paths,
-                          utility=j.utility.model_dump() if j.utility is not None else None))
-    return out
+    return [_resolve(j, i, paths, name, doc.line_of) for i, j in enumerate(spec.jobs)]
+
+
+def _resolve(j: JobEntry, i: int, paths: tuple[str, ...], name: str, line_of) -> RunJob:
+    """One validated entry as a RunJob: its entry found, its work in samples."""
+    check_entry(j.entry, paths, where=f"jobs[{i}].entry", file=name, row=line_of(("jobs", i, "entry")))
+    if j.work.samples is not None:
+        work = j.work.samples
+    else:
+        per_epoch = j.work.epoch_samples or _dataset_size(j.entry, paths, j.args, where=f"jobs[{i}].work",
+                                                          file=name, row=line_of(("jobs", i, "work")))
+        work = max(1, math.ceil(j.work.epochs * per_epoch))
+        LIMITS["job_samples"].check(work, field=f"jobs[{i}].work", file=name, row=line_of(("jobs", i, "work")),
+                                    what="epochs x epoch_samples")
+    try:
+        json.dumps(j.args)
+    except (TypeError, ValueError):
+        raise InputError("args must be plain YAML values (numbers, strings, lists, mappings)", file=name,
+                         row=line_of(("jobs", i, "args")), field=f"jobs[{i}].args") from None
+    return RunJob(name=j.name, entry=j.entry, local_bsz=j.batch, work_samples=int(work),
+                  min_workers=j.min_workers, max_workers=int(j.max_workers), arrival_s=j.arrival_s,
+                  seed=j.seed, tenant=j.tenant, args=dict(j.args), model=j.model or j.name, paths=paths,
+                  utility=j.utility.model_dump() if j.utility is not None else None)
+
+
+def job_from_mapping(raw: object, paths: tuple[str, ...], *, source: str) -> RunJob:
+    """One job given as a mapping of the jobs-file schema (a service's submission)."""
+    if not isinstance(raw, dict):
+        raise InputError("expected a job mapping (the jobs-file schema)", file=source)
+    try:
+        entry = JobEntry.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or None
+        raise InputError(err.get("msg", "invalid"), file=source, field=where) from None
+    return _resolve(entry, 0, paths, source, lambda loc: None)
 
 
 _DEMO_RE = re.compile(r"^demo:(\d+)(?:,scale=([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))?$")

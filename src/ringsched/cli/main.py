@@ -14,6 +14,7 @@ from ringsched.cli import compare_cmd, model_cmd, simulate_cmd, sweep_cmd
 from ringsched.cli import run_cmd
 from ringsched.cli import errors, optimum_cmd
 from ringsched.cli import suite_cmd
+from ringsched.cli import client_cmds, serve_cmd
 
 app = typer.Typer(
     name="ringsched",
@@ -32,6 +33,11 @@ app.command("run", epilog="Example: ringsched run --backend local --cluster 2x2 
 app.command("optimum-check", epilog="Example: ringsched optimum-check --instances 20 --seed 0")(
     optimum_cmd.optimum_check)
 app.command("suite", epilog="Example: ringsched suite --quick --out results/suite")(suite_cmd.suite)
+app.command("serve", epilog=serve_cmd.EPILOG)(serve_cmd.serve)
+for _verb, _example in (("submit", "jobs.yaml"), ("queue", "--all"), ("status", "digits"), ("cancel", "digits"),
+                        ("hold", "digits"), ("release", "digits"), ("logs", "digits")):
+    app.command(_verb, epilog=f"Example: ringsched {_verb} {_example}   (service at --url or RINGSCHED_URL)")(
+        getattr(client_cmds, _verb))
 
 
 def _version(value: bool) -> None:

@@ -94,3 +94,29 @@ def test_ray_engine_gives_the_rows_of_processes():
     local = run_suite(cells, workers=1).drop(columns="wall_s")
     on_ray = run_suite(cells, engine="ray").drop(columns="wall_s")
     pd.testing.assert_frame_equal(local, on_ray)
+
+
+def test_fitted_profiles_reach_every_cell(monkeypatch):
+    """`suite --profiles MODEL=PARAMS.json`: each cell loads its workload and runs its policy
+    with the fitted step times. Mutant caught: run_cell dropping cell.profiles."""
+    import ringsched.experiment.run as run_mod
+    import ringsched.experiment.workload as wl_mod
+    from ringsched.experiment.suite import run_cell
+
+    doc = {"resnet50": {"marker": 1}}
+    seen = []
+    real_load, real_run = wl_mod.load_workload, run_mod.run_one
+
+    def load(trace, cluster, *, seed=0, load=1.0, profiles=None):
+        seen.append(("load", profiles))
+        return real_load(trace, cluster, seed=seed, load=load)
+
+    def run(*a, profiles=None, **k):
+        seen.append(("run", profiles))
+        return real_run(*a, **k)
+
+    monkeypatch.setattr(wl_mod, "load_workload", load)
+    monkeypatch.setattr(run_mod, "run_one", run)
+    (cell,) = cells_for(tiny(("syn-0.5",), limit=10), ["fifo"], seeds=[0], estimates=["exact"], profiles=doc)
+    run_cell(cell)
+    assert seen == [("load", doc), ("run", doc)]

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ringsched.cli import workload as w
 from ringsched.errors import InputError
 
 
@@ -43,10 +44,11 @@ def suite(
     slotted: bool = typer.Option(False, "--slotted", help="Decide at slot boundaries only (default: also at "
                                  "arrivals and completions)."),
     workers: int = typer.Option(2, "--workers", min=1, help="Worker processes."),
+    profiles: list[str] = w.ProfilesOpt,
     engine: str = typer.Option("process", "--engine", help="process (local worker processes) or ray."),
 ) -> None:
     """Run every policy on the suite's workloads; print the target's ratios to the best baseline."""
-    from ringsched.cli.workload import parse_policies
+    from ringsched.cli.workload import parse_policies, read_profiles
     from ringsched.experiment.suite import cells_for, run_suite, skipped_workloads, write_suite
     from ringsched.experiment.suite_report import print_report
     from ringsched.experiment.config import parse_estimates
@@ -65,7 +67,8 @@ def suite(
     chosen = [w for w in chosen if w.name not in skipped]
     if not chosen:
         raise InputError("no workload left to run (shared traces absent?)", field="workloads")
-    cells = cells_for(chosen, pols, seeds=range(seeds), estimates=ests, decide_at_events=not slotted)
+    cells = cells_for(chosen, pols, seeds=range(seeds), estimates=ests, decide_at_events=not slotted,
+                      profiles=read_profiles(profiles))
     total = len(cells)
     done = [0]
 

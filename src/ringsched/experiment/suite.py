@@ -36,6 +36,7 @@ class Cell:
     estimates: str
     policy: str
     decide_at_events: bool = True
+    profiles: dict | None = None  # model -> a fitted step-time document (--profiles), or the catalogue
 
 
 def run_cell(cell: Cell) -> dict:
@@ -49,10 +50,10 @@ def run_cell(cell: Cell) -> dict:
     w = cell.workload
     t0 = time.perf_counter()
     trace = TraceSettings(trace=w.spec(), vc=w.vc, window=w.window, limit=w.limit, rigid=w.rigid)
-    wl = load_workload(trace, w.cluster, seed=cell.seed)
+    wl = load_workload(trace, w.cluster, seed=cell.seed, profiles=cell.profiles)
     jobs = perturb_arrivals(wl.jobs, cell.seed)
     cfg = SimConfig(seed=cell.seed, estimates=cell.estimates, decide_at_events=cell.decide_at_events)
-    s = run_one("jct", jobs, wl.cluster, cell.policy, cfg).summary
+    s = run_one("jct", jobs, wl.cluster, cell.policy, cfg, profiles=cell.profiles).summary
     row = {"workload": w.name, "family": w.family, "mix": w.mix, "setup": w.describe(), "seed": cell.seed,
            "estimates": cell.estimates, "policy": cell.policy, "decide_at_events": cell.decide_at_events,
            "jobs": s["jobs"], "completed": s["completed"], "rejected": s["rejected"],
@@ -67,8 +68,10 @@ def run_cell(cell: Cell) -> dict:
 
 
 def cells_for(workloads: Sequence[SuiteWorkload], policies: Sequence[str], *, seeds: Sequence[int] = (0, 1),
-              estimates: Sequence[str] = ESTIMATES, decide_at_events: bool = True) -> list[Cell]:
-    return [Cell(w, s, e, p, decide_at_events) for w in workloads for s in seeds for e in estimates for p in policies]
+              estimates: Sequence[str] = ESTIMATES, decide_at_events: bool = True,
+              profiles: dict | None = None) -> list[Cell]:
+    return [Cell(w, s, e, p, decide_at_events, profiles or None)
+            for w in workloads for s in seeds for e in estimates for p in policies]
 
 
 def run_suite(cells: Sequence[Cell], *, workers: int = 2, engine: str = "process",

@@ -214,3 +214,21 @@ def test_workload_6_reproduces_the_published_ordering_within_30_percent():
     assert jct["pollux"] < jct["tiresias-artifact"] < jct["optimus"]
     for p, v in jct.items():
         assert abs(v / rep.PUBLISHED[6][p.removesuffix("-artifact")] - 1) < 0.3, (p, v)
+
+
+def test_pollux_starts_a_job_that_arrives_at_the_decision_instant():
+    """A job whose age is 0 when pollux decides (deciding at arrivals) is started on an empty
+    cluster: the restart factor discounts re-allocations of running jobs, not first starts.
+    Mutant caught: the factor applied to jobs holding no GPUs (its value is 0 at age 0, so the
+    job got nothing and, with nothing else to happen, the run ended with it waiting)."""
+    from ringsched.cluster.model import parse_spec
+    from ringsched.job import Job
+    from ringsched.policies.registry import make_policy
+    from ringsched.simulator import SimConfig
+    from ringsched.simulator.engine import Simulator
+    from ringsched.utility.functions import SigmoidUtility
+
+    c = parse_spec("1x4")
+    job = Job("a", 100.0, "resnet50", 32, 1e5, 1, 4, SigmoidUtility(1.0, 1e-3, 3600.0))
+    r = Simulator([job], c, make_policy("pollux"), SimConfig(decide_at_events=True)).run()
+    assert list(r.jobs.status) == ["completed"]

@@ -4,7 +4,7 @@ The paper: every job's agent reports its goodput (throughput x statistical effic
 function of its allocation, the batch size being re-tuned for each allocation; the scheduler
 picks allocations A that maximise the power mean FITNESS_p(A) = (1/J sum_j SPEEDUP_j(A_j)^p)^(1/p)
 (p = -1 by default: a harmonic mean, fairer for smaller p), SPEEDUP_j = goodput on A_j over
-goodput on one GPU; a job whose allocation changes has its speedup multiplied by the restart
+goodput on one GPU; a running job whose allocation changes has its speedup multiplied by the restart
 factor (age_j - restarts_j x delta) / (age_j + delta) (delta = the restart delay, 30 s); at
 most one distributed job per node (interference avoidance). The artifact's scheduler
 searches with a genetic algorithm every 60 s; speedups are scaled so that one node of linear
@@ -144,7 +144,7 @@ class Pollux(Policy):
         """Per-job power-mean terms at each allowed count."""
         base, good = self._goodput(js, cnt, nodes)
         scaled = good / base / nodes.gpus_per_server if base > 0 else np.zeros_like(good)
-        if self.params.restart_penalty:
+        if self.params.restart_penalty and js.placement:  # a running job's re-allocation (as sia's)
             factor = restart_factor(js, nodes.now_s, nodes.restart_s)
             scaled = np.where(np.asarray(cnt) != len(js.placement), scaled * factor, scaled)
         return power_value(scaled, self.params.p)

@@ -24,9 +24,12 @@ table: $(STAMP)
 lint-imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-# The full suite: every test, the slow, backend and browser ones included.
+# The full suite: every test, the slow, backend and browser ones included. The real-process
+# chaos run (tests/test_faults_real.py) runs in a pytest process of its own: after the rest of
+# the suite in one process it left orphaned workers running past its wait (not understood yet).
 test: $(STAMP) lint-imports
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest --ignore=tests/test_faults_real.py
+	$(VENV)/bin/python -m pytest tests/test_faults_real.py
 
 # Everything but the tests marked slow, backend or browser (pyproject.toml lists the markers).
 test-fast: $(STAMP)

@@ -82,16 +82,21 @@ def derive(folder: Path, app: str, source: str) -> dict:
                       f"epoch (scripts/derive_efficiency.py)"}
 
 
-def derive_all(shared: Path, artifact: Path | None) -> dict[str, dict]:
-    out = {}
+def measured_folders(shared: Path, artifact: Path | None, apps, artifact_only):
+    """(app, folder, source) of every Pollux application measured here: shared/'s four, and the
+    artifact's bert and deepspeech2 when its folder is given (also used by derive_gpu_types)."""
     pollux = shared / "profiles" / "pollux-measured"
-    for app, (model, _) in APPS.items():
-        if app in ARTIFACT_ONLY:
+    for app in apps:
+        if app in artifact_only:
             if artifact is not None and (artifact / app).is_dir():
-                out[model] = derive(artifact / app, app, "adaptdl@de25dcc simulator/traces")
+                yield app, artifact / app, "adaptdl@de25dcc simulator/traces"
         elif (pollux / app).is_dir():
-            out[model] = derive(pollux / app, app, "shared/profiles/pollux-measured")
-    return out
+            yield app, pollux / app, "shared/profiles/pollux-measured"
+
+
+def derive_all(shared: Path, artifact: Path | None) -> dict[str, dict]:
+    return {APPS[app][0]: derive(folder, app, source)
+            for app, folder, source in measured_folders(shared, artifact, APPS, ARTIFACT_ONLY)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,9 @@ import sys
 from pathlib import Path
 
 from ringsched.perfmodel.data import read_pollux_profile_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling script, also when loaded by path
+from derive_efficiency import measured_folders  # noqa: E402
 from ringsched.perfmodel.fit import MODELS, fit
 
 # Pollux application -> catalogue model
@@ -58,15 +61,8 @@ def derive(folder: Path, app: str, where: str) -> dict:
 
 
 def derive_all(shared: Path, artifact: Path | None) -> dict[str, dict]:
-    out = {}
-    pollux = shared / "profiles" / "pollux-measured"
-    for app, model in APPS.items():
-        if app in ARTIFACT_ONLY:
-            if artifact is not None and (artifact / app).is_dir():
-                out[model] = derive(artifact / app, app, "adaptdl@de25dcc simulator/traces")
-        elif (pollux / app).is_dir():
-            out[model] = derive(pollux / app, app, "shared/profiles/pollux-measured")
-    return out
+    return {APPS[app]: derive(folder, app, source)
+            for app, folder, source in measured_folders(shared, artifact, APPS, ARTIFACT_ONLY)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -109,14 +109,20 @@ def _stop_running(ctl: "Controller", job_id: str) -> None:
         ctl._stop(att)  # rank 0 checkpoints; the attempt ends "stopped"
 
 
+def _set_status(ctl: "Controller", js, status: str, reason: str, t: float, verb: str, **journal) -> None:
+    """Record a user's command on a job: its state, the journal row and event, a notice."""
+    js.status, js.reason = status, reason
+    ctl.journal.update_job(js.job_id, status=status, reason=reason, **journal)
+    ctl.journal.event(t, js.job_id, verb, "")
+    ctl.notify(f"{js.job_id}: {status if verb != 'release' else 'released'}")
+
+
 def _cancel(ctl: "Controller", cmd: Command, t: float) -> bool:
     js = ctl.states.get(cmd.job_id)
     if js is None or js.status in TERMINAL:
         return False
-    js.status, js.reason, js.finish_s = "cancelled", "cancelled by user", t
-    ctl.journal.update_job(js.job_id, status="cancelled", reason=js.reason, finish_s=t)
-    ctl.journal.event(t, js.job_id, "cancel", "")
-    ctl.notify(f"{js.job_id}: cancelled")
+    js.finish_s = t
+    _set_status(ctl, js, "cancelled", "cancelled by user", t, "cancel", finish_s=t)
     _stop_running(ctl, js.job_id)
     return False
 
@@ -125,10 +131,7 @@ def _hold(ctl: "Controller", cmd: Command, t: float) -> bool:
     js = ctl.states.get(cmd.job_id)
     if js is None or js.status in TERMINAL or js.status == "held":
         return False
-    js.status, js.reason = "held", "held by user"
-    ctl.journal.update_job(js.job_id, status="held", reason=js.reason)
-    ctl.journal.event(t, js.job_id, "hold", "")
-    ctl.notify(f"{js.job_id}: held")
+    _set_status(ctl, js, "held", "held by user", t, "hold")
     _stop_running(ctl, js.job_id)
     return False
 
@@ -137,10 +140,7 @@ def _release(ctl: "Controller", cmd: Command, t: float) -> bool:
     js = ctl.states.get(cmd.job_id)
     if js is None or js.status != "held":
         return False
-    js.status, js.reason = "pending", ""
-    ctl.journal.update_job(js.job_id, status="pending", reason="")
-    ctl.journal.event(t, js.job_id, "release", "")
-    ctl.notify(f"{js.job_id}: released")
+    _set_status(ctl, js, "pending", "", t, "release")
     return True
 
 

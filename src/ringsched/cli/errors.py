@@ -20,6 +20,7 @@ from pathlib import Path
 
 from typer._click import exceptions as click  # typer (pinned) vendors click: its exception classes
 
+from ringsched.backends import signals
 from ringsched.errors import InputError
 from ringsched.validation.bounds import LIMITS, Bound
 from ringsched.validation.paths import output_file, output_folder
@@ -181,6 +182,9 @@ def run(app, args: list[str] | None = None) -> int:
         error_line(e.line())
         return EXIT_INPUT
     except (KeyboardInterrupt, typer.Abort):
+        rv = EXIT_INTERRUPTED
         print("ringsched: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+    rv = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+    if rv == EXIT_INTERRUPTED and signals.received is not None:  # typer says 130 for SIGTERM too
+        rv = signals.exit_code(signals.received)
+    return rv

@@ -10,6 +10,8 @@ import sys
 
 import typer
 
+from ringsched.backends import signals
+
 from ringsched.cli import compare_cmd, model_cmd, simulate_cmd, sweep_cmd
 from ringsched.cli import run_cmd
 from ringsched.cli import errors, optimum_cmd
@@ -85,7 +87,12 @@ DEMO_TRACE = "demo:1000"
 
 
 def main() -> None:
-    sys.exit(errors.run(app))
+    signals.terminate_gracefully()  # SIGTERM: the clean stop Ctrl-C gets, for every command
+    code = errors.run(app)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signals.exit_at_signal(code)  # a signal during teardown keeps this outcome
+    sys.exit(code)
 
 
 if __name__ == "__main__":

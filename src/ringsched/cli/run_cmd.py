@@ -199,6 +199,7 @@ def _run_locked(state_dir: Path, backend: str, cl, cluster_spec: str, pol, run_j
             from ringsched.backends.ray_backend import RayLauncher
 
             launcher = RayLauncher(cl, state_dir, address=address)
+            signals.terminate_gracefully()  # again: ray.init installs its own SIGTERM handler (it aborts)
         ctl = Controller(run_jobs, cl, cluster_spec, pol, launcher, journal, cfg, jobs_source=jobs_source,
                          notify=prog.notify, on_tick=prog.tick)
         return ctl.run()

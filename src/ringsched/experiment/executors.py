@@ -23,15 +23,16 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
                            TimeRemainingColumn)
 
 # ------------------------------------------------------------------------------ worker side
-_QUEUE = None  # the parent's progress queue, set in each worker by _worker_init
+_QUEUE = None  # the parent's progress queue, set in each worker by worker_init
 
 
-def _worker_init(queue) -> None:
+def worker_init(queue) -> None:
     """Runs once in every worker: keep the queue; leave Ctrl-C to the parent, which decides
     what to keep and ends the workers itself."""
     global _QUEUE
     _QUEUE = queue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's clean stop: the parent ends us
 
 
 def post(*msg) -> None:
@@ -121,7 +122,7 @@ def run_parallel(tasks: Sequence[Task], *, workers: int | None = None, per_task_
     queue = ctx.Queue()
     started: set[str] = set()
     pending: dict[Future, str] = {}
-    ex = ProcessPoolExecutor(max_workers=out.workers, mp_context=ctx, initializer=_worker_init,
+    ex = ProcessPoolExecutor(max_workers=out.workers, mp_context=ctx, initializer=worker_init,
                              initargs=(queue,))
 
     def note(text: str, style: str | None = None) -> None:

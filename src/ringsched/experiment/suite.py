@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ringsched.experiment.executors import worker_init
 from ringsched.experiment.workloads import WORKLOADS, SuiteWorkload, offered_load, perturb_arrivals
 
 METRICS = (("total_utility", "max"), ("mean_jct_s", "min"), ("p99_jct_s", "min"))
@@ -91,7 +92,7 @@ def run_suite(cells: Sequence[Cell], *, workers: int = 2, engine: str = "process
         # fork where there is one: a spawned child re-runs the console script, which has no
         # __main__ guard (as compare does, cli/compare_cmd.py)
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-        with cf.ProcessPoolExecutor(workers, mp_context=ctx) as ex:
+        with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=worker_init, initargs=(None,)) as ex:
             for f in cf.as_completed([ex.submit(run_cell, c) for c in cells]):
                 rows.append(f.result())
                 if progress:

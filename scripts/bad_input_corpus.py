@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from bad_inputs.corpus import SENTINEL, Case, cases  # noqa: E402
+from bad_inputs import cases  # noqa: E402
+from bad_inputs.corpus import SENTINEL, Case  # noqa: E402
 
 CATEGORIES = ("traceback", "hang", "silently accepted", "wrong exit code", "not one line", "missing file",
               "missing row", "missing field")

@@ -1,1 +1,8 @@
-"""A corpus of bad inputs for every command and format, built by code (``corpus.cases``)."""
+"""A corpus of bad inputs for every command and format, built by code (``cases``)."""
+
+from bad_inputs.commands import model_cases, option_cases
+from bad_inputs.corpus import Case, cluster_yaml_cases, jobs_cases, spec_cases, trace_cases
+
+
+def cases() -> list[Case]:
+    return trace_cases() + spec_cases() + cluster_yaml_cases() + jobs_cases() + model_cases() + option_cases()

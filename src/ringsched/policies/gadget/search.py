@@ -78,8 +78,10 @@ class PlanSearch:
             k, d = min(w, nodes.cluster.num_servers), 1  # blind: every ring crosses servers
         shape = (w, k, d, 1)
         view = view or self.views(nodes.cluster)[0]
-        beta_Bps = self.p.nic_share * view.nic_Bps
-        return nodes.speed.throughput_sps(job.model, job.local_bsz, shape, beta_Bps if k > 1 else None, view.gpu)
+        args = (job.model, job.local_bsz, shape, self.p.nic_share * view.nic_Bps if k > 1 else None)
+        if view.gpu is None:  # one type: the speed model's default (the optimum's DiscreteSpeed has no types)
+            return nodes.speed.throughput_sps(*args)
+        return nodes.speed.throughput_sps(*args, gpu=view.gpu)
 
     def max_rate(self, nodes, job: Job, w: int) -> float:
         """The fastest any ``w``-worker plan can run (an upper bound over the shapes and GPU types

@@ -83,7 +83,7 @@ def build_jobs(path: Path, policy: str, cluster) -> list:
             if app == "ncf":
                 reps, local, hi, adaptive = 1, 32768, 1, False
         hi = min(hi, cluster.total_gpus)
-        work = ns.samples_at(pt.WORK_SAMPLES[app], reps * local)
+        work = pt.work_at_batch(app, reps * local)  # (the trace loader's conversion)
         jobs.append(Job(str(r.name), float(r.time) - t0, model, local, work, min(lo, hi), hi,
                         jct_utility(3600.0, reps), requested_gpus=min(reps, hi), adaptive_batch=adaptive))
     return jobs

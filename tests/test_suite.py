@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ringsched.cluster import load_cluster
 from ringsched.experiment.suite import cells_for, run_suite, skipped_workloads, write_suite
 from ringsched.experiment.workloads import WORKLOADS, perturb_arrivals
 
@@ -23,9 +24,46 @@ def tiny(names=("syn-1.1", "syn-3"), limit=30):
 def test_the_workloads_span_every_family_load_cluster_and_mix():
     assert len(WORKLOADS) >= 16 and len({w.name for w in WORKLOADS}) == len(WORKLOADS)
     assert {w.family for w in WORKLOADS} >= {"philly", "itp", "gavel", "elasticflow", "alibaba", "pollux", "synthetic"}
-    servers = {int(w.cluster.split("x")[0]) for w in WORKLOADS}
+    clusters = {w.name: load_cluster(w.cluster_spec()) for w in WORKLOADS}
+    servers = {c.num_servers for c in clusters.values()}
     assert min(servers) == 2 and max(servers) == 80
     assert any(w.rigid for w in WORKLOADS) and any(not w.rigid for w in WORKLOADS)
+
+
+def test_the_suite_has_heterogeneous_and_adaptive_workloads_and_runs_pollux_and_sia():
+    """Issue 18, item 7: at least two workloads on two GPU types, a Pollux workload on its T4
+    testbed with adaptive-batch jobs, and ``--policies all`` includes pollux and sia."""
+    from ringsched.experiment.workload import resolve_policies
+
+    mixed = [w for w in WORKLOADS if len(load_cluster(w.cluster_spec()).gpu_types) > 1]
+    assert len(mixed) >= 2 and all("two GPU types" in w.mix for w in mixed)
+    (w6,) = [w for w in WORKLOADS if w.name == "pollux-w6-t4"]
+    assert w6.adaptive_batch and load_cluster(w6.cluster_spec()).gpu_types == ("t4",)
+    assert {"pollux", "sia", "gadget"} <= set(resolve_policies("all"))
+    assert "t4x8-h200x2.yaml" in mixed[0].describe() and "{clusters}" not in mixed[0].describe()
+
+
+def test_adaptive_workloads_adapt_the_jobs_with_a_noise_scale_only():
+    """Mutant caught: ``adapt`` returning the jobs unchanged (the cell would run rigid batches)."""
+    from ringsched.cli.workload import load_workload
+    from ringsched.perfmodel.efficiency import noise_scale
+
+    jobs = load_workload("synthetic:40", "2x8", vc=None, window=None, limit=None, seed=0, rigid=False).jobs
+    (w6,) = [w for w in WORKLOADS if w.name == "pollux-w6-t4"]
+    out = w6.adapt(jobs)
+    assert [j.adaptive_batch for j in out] == [noise_scale(j.model) is not None for j in jobs]
+    assert any(j.adaptive_batch for j in out) and not all(j.adaptive_batch for j in out)
+    assert dataclasses.replace(w6, adaptive_batch=False).adapt(jobs) == jobs
+
+
+def test_a_cell_on_a_mixed_cluster_runs_on_both_types():
+    """A heterogeneous workload's cell loads its YAML cluster (both types) and completes."""
+    from ringsched.experiment.suite import run_cell
+
+    (w,) = [dataclasses.replace(w, limit=12) for w in WORKLOADS if w.name == "mixed-syn"]
+    (cell,) = cells_for([w], ["sia"], seeds=[0], estimates=["exact"])
+    row = run_cell(cell)
+    assert row["completed"] == 12 and "t4x8-h200x2.yaml" in row["setup"]
 
 
 def test_arrival_perturbation_is_seeded_and_seed_0_is_the_trace():
@@ -120,3 +158,22 @@ def test_fitted_profiles_reach_every_cell(monkeypatch):
     (cell,) = cells_for(tiny(("syn-0.5",), limit=10), ["fifo"], seeds=[0], estimates=["exact"], profiles=doc)
     run_cell(cell)
     assert seen == [("load", doc), ("run", doc)]
+
+
+def test_a_cell_of_an_adaptive_workload_runs_adaptive_jobs(monkeypatch):
+    """Mutant caught: run_cell skipping ``SuiteWorkload.adapt``."""
+    import ringsched.experiment.run as run_mod
+    from ringsched.experiment.suite import run_cell
+
+    seen = []
+    real_run = run_mod.run_one
+
+    def run(objective, jobs, *a, **k):
+        seen.append([j.adaptive_batch for j in jobs])
+        return real_run(objective, jobs, *a, **k)
+
+    monkeypatch.setattr(run_mod, "run_one", run)
+    (w,) = [dataclasses.replace(w, limit=10, adaptive_batch=True) for w in WORKLOADS if w.name == "syn-0.5"]
+    (cell,) = cells_for([w], ["fifo"], seeds=[0], estimates=["exact"])
+    run_cell(cell)
+    assert len(seen) == 1 and any(seen[0])

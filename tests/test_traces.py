@@ -153,7 +153,21 @@ def test_pollux_small(tmp_path):
     assert list(df["model"]) == ["resnet18_cifar10", "bert_base", "yolov3", "ncf"]
     assert list(df["local_bsz"]) == [341, 64, 1, 32768]
     assert df["duration_s"].isna().all()
-    assert df["work_samples"].iloc[0] == pollux.WORK_SAMPLES["cifar10"] == 5_000_052
+    assert pollux.WORK_SAMPLES["cifar10"] == 5_000_052
+    # work at the job's own batch: M0-samples over the statistical efficiency, recomputed from
+    # its definition E_e(M) = (phi_e + M0) / (phi_e + M) (cifar10 at 6 x 341 = 2,046 needs ~1.37x)
+    from ringsched.perfmodel.efficiency import noise_scale
+
+    def at_batch(app, model, batch):
+        ns = noise_scale(model)
+        phi = ns.phi_at([batch])[0]
+        return pollux.WORK_SAMPLES[app] * float(np.mean((phi + batch) / (phi + ns.ref_batch)))
+
+    want = [at_batch("cifar10", "resnet18_cifar10", 2046), at_batch("bert", "bert_base", 384),
+            at_batch("yolov3", "yolov3", 4), at_batch("ncf", "ncf", 32768)]
+    assert list(df["work_samples"]) == pytest.approx(want, rel=1e-12)
+    assert 1.3 < want[0] / pollux.WORK_SAMPLES["cifar10"] < 1.45
+    assert want[2] < pollux.WORK_SAMPLES["yolov3"]  # below M0 = 8 a sample is worth more
 
 
 @pytest.mark.parametrize("body,row,field,words", [

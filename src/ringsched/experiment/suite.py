@@ -51,8 +51,8 @@ def run_cell(cell: Cell) -> dict:
     w = cell.workload
     t0 = time.perf_counter()
     trace = TraceSettings(trace=w.spec(), vc=w.vc, window=w.window, limit=w.limit, rigid=w.rigid)
-    wl = load_workload(trace, w.cluster, seed=cell.seed, profiles=cell.profiles)
-    jobs = perturb_arrivals(wl.jobs, cell.seed)
+    wl = load_workload(trace, w.cluster_spec(), seed=cell.seed, profiles=cell.profiles)
+    jobs = perturb_arrivals(w.adapt(wl.jobs), cell.seed)
     cfg = SimConfig(seed=cell.seed, estimates=cell.estimates, decide_at_events=cell.decide_at_events)
     s = run_one("jct", jobs, wl.cluster, cell.policy, cfg, profiles=cell.profiles).summary
     row = {"workload": w.name, "family": w.family, "mix": w.mix, "setup": w.describe(), "seed": cell.seed,

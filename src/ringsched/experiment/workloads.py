@@ -1,6 +1,7 @@
 """The evaluation suite's workloads (docs/suite.md): every trace family of the shared traces,
-offered loads from about 0.5 to 3, clusters from 2x8 to 80x8, rigid and elastic jobs, mixes
-of many short jobs and of few large ones.
+offered loads from about 0.5 to 3, clusters from 2x8 to 80x8 and of two GPU types (T4 and
+H200 server groups, ``clusters/*.yaml``), rigid and elastic jobs, adaptive-batch jobs, mixes of
+many short jobs and of few large ones.
 
 Each workload is a trace spec, a cluster and the filters that slice it small enough for the
 whole suite to run on a 2-core machine in under 45 minutes (``limit``). Each is run with two
@@ -45,6 +46,7 @@ class SuiteWorkload:
     limit: int | None = None
     window: str | None = None
     rigid: bool = False
+    adaptive_batch: bool = False  # jobs of a model with a measured noise scale adapt their batch (docs/model.md)
 
     def needs(self) -> Path | None:
         """The shared file this workload reads (None: built in)."""
@@ -55,13 +57,31 @@ class SuiteWorkload:
     def spec(self) -> str:
         return self.trace.format(shared=shared_traces())
 
+    def cluster_spec(self) -> str:
+        """The cluster as ``load_cluster`` takes it: a spec string, or the path of one of the
+        suite's YAML files (``{clusters}/NAME.yaml``)."""
+        return self.cluster.format(clusters=CLUSTERS)
+
     def describe(self) -> str:
-        parts = [self.spec().replace(str(shared_traces()), "shared"), f"cluster {self.cluster}"]
+        parts = [self.spec().replace(str(shared_traces()), "shared"), f"cluster {self.cluster.replace('{clusters}/', '')}"]
         parts += [f"vc {self.vc}"] if self.vc else []
         parts += [f"window {self.window}"] if self.window else []
         parts += [f"limit {self.limit}"] if self.limit else []
         parts.append("rigid" if self.rigid else "elastic")
+        parts += ["adaptive batch"] if self.adaptive_batch else []
         return ", ".join(parts)
+
+    def adapt(self, jobs: list[Job]) -> list[Job]:
+        """The jobs as this workload runs them: with ``adaptive_batch``, every job whose model has
+        a measured noise scale adapts its batch (the world credits its goodput, for every policy)."""
+        if not self.adaptive_batch:
+            return list(jobs)
+        from ringsched.perfmodel.efficiency import noise_scale
+
+        return [dataclasses.replace(j, adaptive_batch=True) if noise_scale(j.model) else j for j in jobs]
+
+
+CLUSTERS = Path(__file__).with_name("clusters")  # the suite's YAML clusters (package data)
 
 
 S = "{shared}"
@@ -93,6 +113,14 @@ WORKLOADS: tuple[SuiteWorkload, ...] = (
                   limit=160),
     SuiteWorkload("many-short", "synthetic", "synthetic:800,load=0.3,max_duration_s=3600", "4x8",
                   "many short jobs (at most 1 h alone)"),
+    # two GPU types: durations are converted at the first group's type (T4), so the H200 servers
+    # run the same jobs several times faster; a type-aware policy should put the work there
+    SuiteWorkload("mixed-syn", "synthetic", "synthetic:300,load=0.6", "{clusters}/t4x8-h200x2.yaml",
+                  "two GPU types (8x4 T4 + 2x8 H200), synthetic, loaded"),
+    SuiteWorkload("mixed-philly-ee9e8c", "philly", PH, "{clusters}/t4x16-h200x4.yaml",
+                  "two GPU types (16x4 T4 + 4x8 H200), Philly VC", vc="ee9e8c", limit=400),
+    SuiteWorkload("pollux-w6-t4", "pollux", f"pollux:{S}/philly-pollux/workloads/workload-6.csv", "16x4,gpu=t4",
+                  "Pollux's workload 6 on its testbed (16x4 T4), adaptive batch", limit=160, adaptive_batch=True),
 )
 
 

@@ -1,6 +1,7 @@
 """The exact per-job subroutine (``subroutine=exact``; docs/theory.md, section 4).
 
 Every configuration (per-server worker vector within the job's bounds and ``max_per_server``)
+on one GPU type (a ring runs on one type; its progress at that type's speed)
 is an option in every step it fits (free GPUs, and the ring's NIC share on every server it
 crosses), at cost sum_s y_s gp_s + [k > 1] sum_{s: y_s > 0} bp_s; ``plan.best_plan``, a
 dynamic program over steps x integer progress, returns the first-completion plan of largest
@@ -19,6 +20,7 @@ import numpy as np
 from ringsched.embedding import counts_to_placement
 from ringsched.errors import InputError
 from ringsched.policies.gadget.book import Plan
+from ringsched.policies.gadget.gpu_types import same_type_configs
 from ringsched.policies.gadget.plan import best_plan
 
 MAX_CONFIGS = 100_000
@@ -45,9 +47,12 @@ def _table(search, job, nodes, step_len_s: float):
     if t is None:
         c = nodes.cluster
         Y = configurations(job, c, search.p.max_per_server)
+        one_type, gpus = same_type_configs(Y, c)  # a ring runs on one GPU type
+        views = {v.gpu: v for v in search.views(c)}
+        Y, gpus = Y[one_type], [g for g, keep in zip(gpus, one_type) if keep]
         k = (Y > 0).sum(axis=1)
-        units = np.array([math.floor(search.plan_rate(nodes, job, int(y.sum()), int(kk), int(y.max())) * step_len_s
-                                     + 1e-9) for y, kk in zip(Y, k)], dtype=np.int64)
+        units = np.array([math.floor(search.plan_rate(nodes, job, int(y.sum()), int(kk), int(y.max()), views[g])
+                                     * step_len_s + 1e-9) for y, kk, g in zip(Y, k, gpus)], dtype=np.int64)
         multi = k > 1
         nic = search.p.nic_share if search.ring_aware else 0.0
         demand = np.array([float((y / c.gpus).sum() + (nic * kk if kk > 1 else 0.0)) for y, kk in zip(Y, k)])

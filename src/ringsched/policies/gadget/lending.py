@@ -11,6 +11,7 @@ import numpy as np
 
 from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
+from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only
 from ringsched.policies.gadget.params import GadgetParams, worker_menu
 
 
@@ -175,17 +176,23 @@ class Lender:
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
             w = min(js.job.max_workers, max(max(cap.free), js.job.min_workers))
-            free_arr = np.array(cap.free, dtype=np.int64)
+            frees = one_type_free(  # one GPU type per ring, the job's fastest first
+                np.array(cap.free, dtype=np.int64), nodes.cluster,
+                lambda g: nodes.speed.throughput_sps(js.job.model, js.job.local_bsz, (1, 1, 1, 1), gpu=g))
             while w >= js.job.min_workers:
-                pl = consolidated(w, free_arr)
+                for free_arr in frees:
+                    pl = consolidated(w, free_arr)
+                    if pl is not None:
+                        _, _, multi, pairs = sparse(pl)
+                        if not multi or all(cap.bfree[s] >= nic for s, _ in pairs):
+                            break
+                    pl = None
                 if pl is not None:
-                    _, _, multi, pairs = sparse(pl)
-                    if not multi or all(cap.bfree[s] >= nic for s, _ in pairs):
-                        out[js.job_id] = pl
-                        cap.take_for_lookahead(pairs, multi)
-                        free_total = sum(cap.free)
-                        now_total -= w
-                        break
+                    out[js.job_id] = pl
+                    cap.take_for_lookahead(pairs, multi)
+                    free_total = sum(cap.free)
+                    now_total -= w
+                    break
                 w -= 1
         idle_cap.assign(cap)
 
@@ -236,10 +243,11 @@ class Lender:
         nic = self.p.nic_share
         speed = nodes.speed
 
-        def rate(counts):
-            return speed.throughput_sps(js.job.model, js.job.local_bsz, speed.shape(counts_to_placement(counts)))
+        def rate(counts):  # (on the placement's GPU type)
+            pl = counts_to_placement(counts)
+            return len(pl) * js.job.local_bsz / speed.step_time_on(js.job.model, js.job.local_bsz, pl)
 
-        avail = np.minimum(cap.free, cap.now_free)
+        avail = same_type_only(np.minimum(cap.free, cap.now_free), nodes.cluster, base)  # a ring runs on one type
         room = int(avail.sum())
         if room == 0:
             return None

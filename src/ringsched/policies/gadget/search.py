@@ -20,6 +20,7 @@ from ringsched.policies.gadget import kernels
 from ringsched.policies.gadget.book import Plan
 from ringsched.policies.gadget.embed import StepEmbeddings, embed
 from ringsched.policies.gadget.exact import exact_plan
+from ringsched.policies.gadget.gpu_types import TypeView, placement_gpu, restrict, type_views
 from ringsched.policies.gadget.params import GadgetParams, job_menu
 from ringsched.policies.gadget.plan import choose, contiguous_payoffs
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
@@ -52,6 +53,7 @@ class PlanSearch:
         self.prices_b: PriceFunction | None = None
         self._rates: dict[tuple, float] = {}
         self.exact_tables: dict[tuple, tuple] = {}  # configurations of the exact subroutine (``exact.py``)
+        self._views: tuple[object, tuple[TypeView, ...]] | None = None  # (cluster, its GPU types)
 
     def set_prices(self, L: float, U: float) -> None:
         self.prices_g = PriceFunction(L, U, self.p.zeta)
@@ -63,27 +65,40 @@ class PlanSearch:
         self.exact_tables.clear()
 
     # ------------------------------------------------------------ speeds
-    def plan_rate(self, nodes, job: Job, w: int, k: int, d: int) -> float:
+    def views(self, cluster) -> tuple[TypeView, ...]:
+        """The cluster's GPU types as the search sees them (``gpu_types.type_views``, cached)."""
+        if self._views is None or self._views[0] is not cluster:
+            self._views = (cluster, type_views(cluster))
+        return self._views[1]
+
+    def plan_rate(self, nodes, job: Job, w: int, k: int, d: int, view: TypeView | None = None) -> float:
+        """Samples per second of a ``w``-worker ring over k servers (at most d workers on one) on
+        ``view``'s GPU type (default: the cluster's first type)."""
         if not self.ring_aware and w > 1:
             k, d = min(w, nodes.cluster.num_servers), 1  # blind: every ring crosses servers
         shape = (w, k, d, 1)
-        beta_Bps = self.p.nic_share * nodes.cluster.servers[0].nic_Bps
-        return nodes.speed.throughput_sps(job.model, job.local_bsz, shape, beta_Bps if k > 1 else None)
+        view = view or self.views(nodes.cluster)[0]
+        args = (job.model, job.local_bsz, shape, self.p.nic_share * view.nic_Bps if k > 1 else None)
+        if view.gpu is None:  # one type: the speed model's default (the optimum's DiscreteSpeed has no types)
+            return nodes.speed.throughput_sps(*args)
+        return nodes.speed.throughput_sps(*args, gpu=view.gpu)
 
     def max_rate(self, nodes, job: Job, w: int) -> float:
-        """The fastest any ``w``-worker plan can run (an upper bound over the shapes the search
-        uses). In the ring model (docs/model.md) every parameter is non-negative and, for a
-        given number k of servers, the step time grows with d, the most workers on a server:
-        so the fastest shape on k servers has d = ceil(w / k). One server (k = 1, d = w) and
-        every k from 2 to min(w, S) are tried (cached per model, batch and w)."""
+        """The fastest any ``w``-worker plan can run (an upper bound over the shapes and GPU types
+        the search uses). In the ring model (docs/model.md) every parameter is non-negative and,
+        for a given number k of servers, the step time grows with d, the most workers on a
+        server: so the fastest shape on k servers has d = ceil(w / k). One server (k = 1, d = w)
+        and every k from 2 to min(w, S) are tried on every type (cached per model, batch and w)."""
         key = (job.model, job.local_bsz, w)
         r = self._rates.get(key)
         if r is None:
             c = nodes.cluster
-            r = max((self.plan_rate(nodes, job, w, k, -(-w // k)) for k in range(2, min(w, c.num_servers) + 1)),
-                    default=0.0)
-            if w <= int(c.gpus.max()):
-                r = max(r, self.plan_rate(nodes, job, w, 1, w))
+            r = 0.0
+            for v in self.views(c):
+                r = max(r, max((self.plan_rate(nodes, job, w, k, -(-w // k), v)
+                                for k in range(2, min(w, c.num_servers) + 1)), default=0.0))
+                if w <= int(c.gpus.max()):
+                    r = max(r, self.plan_rate(nodes, job, w, 1, w, v))
             self._rates[key] = r
         return r
 
@@ -150,40 +165,48 @@ class PlanSearch:
         best = None
         prune = w_bounds is not None and self.p.near_payoff == 0  # (ties within near_payoff need every count)
         near = self.p.near_payoff * float(job.utility.max_value)
+        views = self.views(c)
+        now_gpu = placement_gpu(c, current) if len(views) > 1 and current else None
+        typed = [(v, restrict(win, v)) for v in views]  # a ring runs on one type (``gpu_types``)
         for w in menu:
             if prune and (w_bounds[w] < 0 or (best is not None and w_bounds[w] < best[0].payoff)):
                 continue  # no plan with w workers pays, or beats the best one found
             # an empty server's cost, shared by the (at most one server's worth of) workers put there
             gp = win.gp if win.srv is None else win.gp + win.srv / min(w, int(c.gpus.max()))
-            e, prog = self._embedding(w, job, nodes, win, gp, current, ran_before)
-            cands = [e]
-            fixed = self._fixed_embedding(w, e, prog, remaining, win, gp, nodes, job)
-            if fixed is not None:
-                cands.insert(0, fixed)  # one placement for the whole run: no migrations
-            for cand in cands:
-                pays = contiguous_payoffs(cand.cost, prog if cand is e else cand.progress, remaining, win.starts_s,
-                                          win.step_len_s, job.utility, job.arrival_s)
-                ch = choose(pays, near)
-                if ch is not None and (best is None or ch.payoff > best[0].payoff + near or
-                                       (ch.payoff >= best[0].payoff - near and ch.finish_s < best[0].finish_s)):
-                    best = (ch, cand, gp, pays)
+            for view, vwin in typed:
+                # on another type than where it runs now, the job restarts
+                here = view.mask is None or view.gpu == now_gpu
+                e, prog = self._embedding(w, job, nodes, vwin, gp, current if here else (),
+                                          ran_before or not here and bool(current), view)
+                cands = [e]
+                fixed = self._fixed_embedding(w, e, prog, remaining, vwin, gp, nodes, job, view)
+                if fixed is not None:
+                    cands.insert(0, fixed)  # one placement for the whole run: no migrations
+                for cand in cands:
+                    pays = contiguous_payoffs(cand.cost, prog if cand is e else cand.progress, remaining,
+                                              win.starts_s, win.step_len_s, job.utility, job.arrival_s)
+                    ch = choose(pays, near)
+                    if ch is not None and (best is None or ch.payoff > best[0].payoff + near or
+                                           (ch.payoff >= best[0].payoff - near and ch.finish_s < best[0].finish_s)):
+                        best = (ch, cand, gp, pays, vwin)
         if best is None:
             return None
-        return self._plan_of(best, job, win, slot, current, c.num_servers)
+        return self._plan_of(best[:4], job, best[4], slot, current, c.num_servers)
 
-    def _embedding(self, w: int, job: Job, nodes, win: PriceWindow, gp, current: tuple, ran_before: bool):
+    def _embedding(self, w: int, job: Job, nodes, win: PriceWindow, gp, current: tuple, ran_before: bool,
+                   view: TypeView | None = None):
         """The greedy embedding of ``w`` workers in every step and its progress per step; a job
         that runs on ``w`` GPUs now stays there while they are free (no restart), else a job
         that ran before pays a restart in the first step."""
         steps, step_len, free, bfree, bp = win.steps, win.step_len_s, win.free, win.bfree, win.bp
         e = embed(w, free, gp, bfree, bp, self.p.nic_share, ring_aware=self.ring_aware)
         if e.order is None and e.single is not None:  # one server in every step: one shape
-            prog = np.full(steps, self.plan_rate(nodes, job, w, 1, w) * step_len)
+            prog = np.full(steps, self.plan_rate(nodes, job, w, 1, w, view) * step_len)
         else:
             prog = np.zeros(steps)
             kd = e.k * 1000 + e.d
             for code in np.unique(kd[e.ok]):
-                rate = self.plan_rate(nodes, job, w, int(code // 1000), int(code % 1000))
+                rate = self.plan_rate(nodes, job, w, int(code // 1000), int(code % 1000), view)
                 prog[kd == code] = rate * step_len
         if current and len(current) == w:
             # staying where it runs is free of a restart: use it while it fits
@@ -195,7 +218,7 @@ class PlanSearch:
             stay = steps if first.size == 0 else int(first[0])
             if stay:
                 sh = nodes.speed.shape(current)
-                rate = self.plan_rate(nodes, job, w, sh[1], sh[2])
+                rate = self.plan_rate(nodes, job, w, sh[1], sh[2], view)
                 e.cost[:stay] = (cc[:, None] * gp[:, :stay]).sum(axis=0) + \
                     ((cc > 0)[:, None] * bp[:, :stay]).sum(axis=0) * (sh[1] > 1)
                 e.ok[:stay] = True
@@ -260,7 +283,7 @@ class PlanSearch:
         counts[s] = w
         return StepEmbeddings(w, e.cost, e.k, e.d, e.ok, fixed=counts)
 
-    def _fixed_embedding(self, w, e, prog, remaining, win: PriceWindow, gp, nodes, job):
+    def _fixed_embedding(self, w, e, prog, remaining, win: PriceWindow, gp, nodes, job, view: TypeView | None = None):
         """One embedding that stays free from the first step that fits until the job would be
         done there (estimated at that step's speed): the plan then never migrates."""
         free, bfree, bp = win.free, win.bfree, win.bp
@@ -271,7 +294,7 @@ class PlanSearch:
         if not fits:
             return None
         sh = nodes.speed.shape(counts_to_placement(counts))
-        rate = self.plan_rate(nodes, job, w, sh[1], sh[2])
+        rate = self.plan_rate(nodes, job, w, sh[1], sh[2], view)
         n = free.shape[1]
         cost = kernels.fixed_cost(counts, gp, bp, s0, s1, sh[1] > 1)
         ok = np.isfinite(cost)

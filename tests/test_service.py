@@ -42,6 +42,7 @@ def test_submission_is_on_disk_before_it_is_acknowledged(service):
     assert db.execute("SELECT kind, job_id, user, priority FROM commands").fetchall() == [("submit", "d1", "alice", 3)]
     cmds = queue.drain()
     assert [(c.kind, c.job_id, c.job.work_samples) for c in cmds] == [("submit", "d1", 640)]
+    assert cmds[0].job.to_job(1.0).priority == 3  # what the policy sees (docs/policies.md, "Priority")
     again = CommandLog(state).replay()  # what a restarted service replays
     assert [(c.kind, c.job_id, c.job) for c in again] == [(c.kind, c.job_id, c.job) for c in cmds]
 

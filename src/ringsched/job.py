@@ -31,6 +31,9 @@ class Job:
     # True: the job picks its per-GPU batch for goodput at every (re)start, as AdaptDL jobs do
     # under Pollux (perfmodel/goodput.py); False: it runs ``local_bsz`` (rigid batch)
     adaptive_batch: bool = False
+    # Slurm's job priority: among jobs competing for GPUs a higher one is offered them first
+    # (policies/common.queue_key; docs/policies.md, "Priority"); 0 unless submitted with one
+    priority: int = 0
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.arrival_s) or self.arrival_s < 0:

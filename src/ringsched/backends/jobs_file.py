@@ -142,6 +142,7 @@ class RunJob:
     model: str = ""
     paths: tuple[str, ...] = ()
     utility: dict | None = None  # a UtilityEntry as a dict; None: the default utility
+    priority: int = 0  # given at submission to a service (ringsched submit --priority), not in jobs files
 
     def to_job(self, est_run_s: float) -> Job:
         """The scheduler's view; ``est_run_s`` (run time alone, estimated) sets the default utility."""
@@ -154,7 +155,8 @@ class RunJob:
         return Job(job_id=self.name, arrival_s=self.arrival_s, model=self.model or self.name,
                    local_bsz=self.local_bsz, work_samples=float(self.work_samples),
                    min_workers=self.min_workers, max_workers=self.max_workers, utility=util,
-                   requested_gpus=self.max_workers, tenant=self.tenant)
+                   requested_gpus=self.max_workers, tenant=self.tenant,
+                   priority=self.priority)
 
     def to_dict(self) -> dict:
         d = asdict(self)

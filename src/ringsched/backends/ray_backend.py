@@ -15,29 +15,43 @@ the gloo group there, then runs the same worker body as the local backend
 drain their events and ask them to stop while they train. When every rank has ended, the
 actors are killed and the placement group removed.
 
-Ray's ownership model cleans up after a dead scheduler: its actors and placement groups die
-with it, so their jobs resume from their last periodic checkpoint (not one taken at the kill,
-as on the local backend). Checkpoints are written by rank 0 to ``--state``, which must be on a
-filesystem every node sees (trivially so on one machine).
+Ray's ownership model cleans up after a dead scheduler: its actors and placement groups are
+not detached, so they die with it, and their jobs resume from their last periodic checkpoint
+(not one taken at the kill, as on the local backend). The cleanup is asynchronous (the GCS has
+to notice the dead driver), so a restarted scheduler first waits in ``reap`` until the
+placement groups of the attempts its predecessor left open are removed, and removes (killing
+their actors) those still there after ``REAP_TIMEOUT_S``: no rank of an old attempt trains
+or checkpoints while its job runs again. It finds them by name: ``ringsched-TAG-aID``, where
+TAG is a digest of the state directory (two services sharing a Ray cluster never touch each
+other's) and ID the journaled attempt id. Checkpoints are written by rank 0 to ``--state``,
+which must be on a filesystem every node sees (trivially so on one machine).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from pathlib import Path
 
-from ringsched.backends.controller import Attempt, Launcher
+from ringsched.backends.controller import Attempt, Launcher, LauncherError
 from ringsched.backends.faults import LAUNCH_FAILED
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError
 
 DRAIN_EVERY_S = 0.25
 READY_TIMEOUT_S = 120.0
+REAP_TIMEOUT_S = 30.0  # how long a dead scheduler's placement groups may take to go by themselves
+REAP_POLL_S = 0.2
 
 
 def server_resource(i: int) -> str:
     return f"server_{i}"
+
+
+def state_tag(state_dir: Path) -> str:
+    """Names this state directory's placement groups apart from any other service's."""
+    return hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:10]
 
 
 class WorkerActor:
@@ -110,6 +124,7 @@ class _RayAttempt:
         self.exited: set[int] = set()
         self.stop_requested = False
         self.last_drain = 0.0
+        self.draining: dict[int, object] = {}  # rank -> its drain() not yet answered
 
 
 class RayLauncher(Launcher):
@@ -122,6 +137,7 @@ class RayLauncher(Launcher):
         self.ray = ray
         self.cluster = cluster
         self.state_dir = Path(state_dir)
+        self.tag = state_tag(self.state_dir)
         self.started_ray = False
         self.loopback = address is None  # a local instance: everything on 127.0.0.1
         if not ray.is_initialized():
@@ -153,6 +169,9 @@ class RayLauncher(Launcher):
         self.lock = threading.Lock()
         self.closed = False
 
+    def pg_name(self, attempt_id: int) -> str:
+        return f"ringsched-{self.tag}-a{attempt_id}"
+
     # ------------------------------------------------------------------ Launcher
     def start(self, attempt: Attempt, config: dict) -> None:
         from ray.util.placement_group import placement_group
@@ -160,7 +179,7 @@ class RayLauncher(Launcher):
 
         config.pop("log_dir", None)  # Ray keeps the actors' stdout and stderr in its own logs
         bundles = [{server_resource(s): 1.0} for s in attempt.placement]
-        pg = placement_group(bundles, strategy="PACK", name=f"ringsched-{attempt.job.name}-a{attempt.id}")
+        pg = placement_group(bundles, strategy="PACK", name=self.pg_name(attempt.id))
         actors = [self.actor_cls.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
                       pg, placement_group_bundle_index=r), name=None).remote() for r in range(attempt.world)]
         ra = _RayAttempt(attempt, pg, actors)
@@ -237,11 +256,15 @@ class RayLauncher(Launcher):
                 continue
             remaining = [ref for ref in ra.refs if ra.ref_rank[ref] not in ra.exited]
             done, _ = ray.wait(remaining, num_returns=len(remaining), timeout=0) if remaining else ([], [])
-            if done or now - ra.last_drain >= DRAIN_EVERY_S:
+            out.extend(self._answered_drains(ra))
+            if now - ra.last_drain >= DRAIN_EVERY_S:
                 ra.last_drain = now
-                out.extend(self._drain(ra, [r for r in range(ra.attempt.world) if r not in ra.exited]))
+                for r in range(ra.attempt.world):
+                    if r not in ra.exited and r not in ra.draining:
+                        ra.draining[r] = ra.actors[r].drain.remote()
             for ref in done:
                 rank = ra.ref_rank[ref]
+                out.extend(self._last_events(ra, rank))
                 try:
                     rc = int(ray.get(ref))
                 except Exception as e:  # noqa: BLE001 - the actor died (killed, node lost)
@@ -255,17 +278,34 @@ class RayLauncher(Launcher):
             time.sleep(timeout_s)
         return out
 
-    def _drain(self, ra: _RayAttempt, ranks: list[int]) -> list[tuple[int, int, dict]]:
+    def _answered_drains(self, ra: _RayAttempt) -> list[tuple[int, int, dict]]:
+        """Events of the drains the ranks have answered; never waits (a rank whose actor is
+        still starting answers once it is up, and the control loop must not stall meanwhile)."""
+        if not ra.draining:
+            return []
         ray = self.ray
+        ready, _ = ray.wait(list(ra.draining.values()), num_returns=len(ra.draining), timeout=0)
+        ready = set(ready)
         out = []
-        refs = {r: ra.actors[r].drain.remote() for r in ranks}
-        for r, ref in refs.items():
-            try:
-                evs = ray.get(ref, timeout=30)
-            except Exception:  # noqa: BLE001 - a dead actor has nothing more to say
-                continue
-            out.extend((ra.attempt.id, r, ev) for ev in evs)
+        for r, ref in list(ra.draining.items()):
+            if ref in ready:
+                del ra.draining[r]
+                out.extend(self._events(ra, r, ref))
         return out
+
+    def _last_events(self, ra: _RayAttempt, rank: int) -> list[tuple[int, int, dict]]:
+        """Everything a rank whose run has returned still holds (before its exit event); its
+        actor is idle, so it answers at once."""
+        refs = [ra.draining.pop(rank)] if rank in ra.draining else []
+        refs.append(ra.actors[rank].drain.remote())
+        return [ev for ref in refs for ev in self._events(ra, rank, ref)]
+
+    def _events(self, ra: _RayAttempt, rank: int, ref) -> list[tuple[int, int, dict]]:
+        try:
+            evs = self.ray.get(ref, timeout=30)
+        except Exception:  # noqa: BLE001 - a dead actor has nothing more to say
+            return []
+        return [(ra.attempt.id, rank, ev) for ev in evs]
 
     def _cleanup(self, aid: int) -> None:
         from ray.util.placement_group import remove_placement_group
@@ -278,6 +318,33 @@ class RayLauncher(Launcher):
             remove_placement_group(ra.pg)
         except Exception:  # noqa: BLE001
             pass
+
+    def reap(self, stale: list[dict]) -> None:
+        """Recovery: wait until the placement groups of the attempts a dead scheduler left open
+        are gone (their actors with them), removing any left after ``REAP_TIMEOUT_S``."""
+        names = {self.pg_name(int(a["id"])) for a in stale}
+        deadline = time.monotonic() + REAP_TIMEOUT_S
+        while True:
+            live = self._live_placement_groups(names)
+            if not live:
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(REAP_POLL_S)
+        from ray.util.placement_group import PlacementGroup, remove_placement_group
+
+        for pg_hex in live:
+            remove_placement_group(PlacementGroup(self.ray.PlacementGroupID.from_hex(pg_hex)))
+        deadline = time.monotonic() + REAP_TIMEOUT_S
+        while self._live_placement_groups(names):
+            if time.monotonic() >= deadline:
+                raise LauncherError(f"Ray did not remove the placement groups of the previous scheduler's "
+                                    f"attempts ({', '.join(sorted(names))}) within {REAP_TIMEOUT_S:g} s")
+            time.sleep(REAP_POLL_S)
+
+    def _live_placement_groups(self, names: set[str]) -> list[str]:
+        table = self.ray.util.placement_group_table()
+        return [pg_id for pg_id, info in table.items() if info.get("name") in names and info.get("state") != "REMOVED"]
 
     def close(self) -> None:
         if self.closed:

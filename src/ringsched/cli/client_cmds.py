@@ -35,7 +35,8 @@ def _fmt(v) -> str:
 
 def submit(jobs_file: Path = typer.Argument(..., help="A YAML jobs file (the schema of ringsched run --jobs)."),
            user: str = typer.Option(None, "--user", help="Who submits (default: the login name)."),
-           priority: int = typer.Option(0, "--priority", help="Recorded with the job and shown by queue."),
+           priority: int = typer.Option(0, "--priority", help="Slurm-style priority (-1000..1000): among waiting "
+                                        "jobs a higher one is offered GPUs first (docs/policies.md)."),
            url: str = URL, token: str = TOKEN) -> None:
     """Submit every job of a jobs file (as sbatch); prints each job's id once it is journaled."""
     from ringsched.backends.jobs_file import load_jobs_file

@@ -33,6 +33,8 @@ def serve(
     slot_s: float = typer.Option(5.0, "--slot-s", help="Scheduling slot: the policy decides every S seconds "
                                  "(and at once on a submission or a release)."),
     checkpoint_s: float = typer.Option(10.0, "--checkpoint-s", help="Checkpoint every S seconds while running."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend), e.g. HOST:6379; "
+                                "default: start a local Ray instance emulating the cluster's servers."),
 ) -> None:
     """Run the scheduler as a service: submit, list, cancel, hold and release jobs over HTTP
     (ringsched submit/queue/status/cancel/logs), until SIGTERM or Ctrl-C checkpoints them."""
@@ -46,6 +48,8 @@ def serve(
     for name, v in (("slot-s", slot_s), ("checkpoint-s", checkpoint_s)):
         if not (math.isfinite(v) and v > 0):
             raise InputError(f"--{name} must be a positive number, got {v:g}", field=name)
+    if address is not None and backend != "ray":
+        raise InputError("--address applies to --backend ray only", field="address")
     if state.exists() and not state.is_dir():
         raise InputError(f"--state {state} exists and is not a directory", field="state")
     err = Console(stderr=True)
@@ -54,7 +58,8 @@ def serve(
     def notify(msg: str) -> None:
         err.print(f"[dim]{time.monotonic() - t0:7.1f}s[/dim] {escape(msg)}", highlight=False)
 
-    opts = ServeOptions(backend, cluster, state.resolve(), host, port, policy, token or None, slot_s, checkpoint_s)
+    opts = ServeOptions(backend, cluster, state.resolve(), host, port, policy, token or None, slot_s, checkpoint_s,
+                        address)
     try:
         summary = run_service(opts, notify)
     except (StateWriteError, LauncherError) as e:

@@ -86,9 +86,26 @@ def allocate_in_order(order: Sequence[tuple[JobState, int]], nodes: Nodes,
     return out
 
 
-def arrival_key(js: JobState) -> tuple[float, int]:
-    """The deterministic tie-break every policy uses: (arrival time, index)."""
-    return (js.job.arrival_s, js.index)
+def queue_key(js: JobState) -> tuple[int, float, int]:
+    """The order of waiting jobs every policy starts from: higher priority first, then by
+    arrival, then by index (a total order). Priority is a strict class, as Slurm's: a policy
+    never offers GPUs to a job before one of higher priority (docs/policies.md, "Priority")."""
+    return (-js.job.priority, js.job.arrival_s, js.index)
+
+
+def in_queue_order(jobs: Sequence[JobState]) -> Sequence[JobState]:
+    """``jobs``, which the simulator and the controller list by arrival, in ``queue_key`` order:
+    as they are when no job has a priority (no sort, so a long queue is read only as far as
+    the GPUs last)."""
+    if any(js.job.priority for js in jobs):
+        return sorted(jobs, key=queue_key)
+    return jobs
+
+
+def priority_first(js: JobState, key: tuple) -> tuple:
+    """A policy's own order ``key`` of ``js`` (remaining time, attained service ...) within
+    its priority class: the sort key of policies that do not serve jobs by arrival."""
+    return (-js.job.priority,) + key
 
 
 def tenant_of(js: JobState) -> str:

@@ -13,7 +13,9 @@ has one NIC per server in service. A tenant's dominant share is max(GPU share, N
 Progressive filling is at job granularity and recomputed from scratch at every decision
 (preemptive): repeatedly pick the tenant with the smallest dominant share that has a job
 that still fits in the free GPUs (ties: the tenant whose next job arrived first), and start
-its oldest job that fits at the requested size. Jobs that no longer fit wait. The resulting
+its oldest job that fits at the requested size. Priority comes before fairness: a tenant's
+jobs queue by priority, then arrival (``queue_key``), and the tenant whose next job has the
+highest priority is picked first, by smallest dominant share among those. Jobs that no longer fit wait. The resulting
 order goes to ``allocate_in_order``, which keeps chosen running jobs in place.
 
 Simplifications: NIC bandwidth enters the shares but is not a hard capacity (rings may share
@@ -27,7 +29,7 @@ import math
 from collections import defaultdict
 
 from ringsched.policies.base import Policy
-from ringsched.policies.common import allocate_in_order_fast, arrival_key, tenant_of
+from ringsched.policies.common import allocate_in_order_fast, queue_key, tenant_of
 from ringsched.policies.registry import register
 
 
@@ -42,14 +44,14 @@ class Drf(Policy):
             return {}
         queues = self._queues(jobs)
         g, demand, get = nodes.gpus_per_server, self.demand, previous_allocations.get
-        heap = [(0.0, arrival_key(q[0]), t) for t, q in queues.items()]
+        heap = [(-q[0].job.priority, 0.0, queue_key(q[0]), t) for t, q in queues.items()]
         heapq.heapify(heap)
         pos = dict.fromkeys(queues, 0)
         used = {t: [0, 0] for t in queues}  # GPUs, NICs
         budget = int(total_gpus)
         order = []
         while heap and budget > 0:
-            t = heapq.heappop(heap)[2]
+            t = heapq.heappop(heap)[3]
             q, i = queues[t], pos[t]
             while i < len(q) and demand(q[i]) > budget:  # never fits again in this decision
                 i += 1
@@ -70,24 +72,25 @@ class Drf(Policy):
             if k > 1:
                 u[1] += k
             if i + 1 < len(q):
-                heapq.heappush(heap, (max(u[0] / total_gpus, u[1] / total_nics), arrival_key(q[i + 1]), t))
+                share = max(u[0] / total_gpus, u[1] / total_nics)
+                heapq.heappush(heap, (-q[i + 1].job.priority, share, queue_key(q[i + 1]), t))
         # jobs left out never fit in what the chosen ones leave, so they need not be listed
         return allocate_in_order_fast(order, nodes, previous_allocations)
 
     @staticmethod
     def _queues(jobs) -> dict[str, list]:
-        """Tenant -> its jobs, oldest first."""
+        """Tenant -> its jobs in queue order (``queue_key``)."""
         queues: dict[str, list] = defaultdict(list)
-        last_a, last_i = -math.inf, -1
+        last = (-math.inf,)
         for js in jobs:  # the simulator lists jobs oldest first: check rather than sort
-            a = js.job.arrival_s
-            if a < last_a or (a == last_a and js.index < last_i):
+            key = queue_key(js)
+            if key < last:
                 break
-            last_a, last_i = a, js.index
+            last = key
             queues[js.job.tenant or tenant_of(js)].append(js)
         else:
             return queues
         queues = defaultdict(list)
-        for js in sorted(jobs, key=arrival_key):
+        for js in sorted(jobs, key=queue_key):
             queues[tenant_of(js)].append(js)
         return queues

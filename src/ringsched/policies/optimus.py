@@ -27,7 +27,7 @@ import math
 from ringsched.embedding import consolidated
 from ringsched.perfmodel.speed import consolidated_shape
 from ringsched.policies.base import Policy
-from ringsched.policies.common import arrival_key, take_all, take_placement
+from ringsched.policies.common import queue_key, take_all, take_placement
 from ringsched.policies.registry import register
 
 
@@ -45,7 +45,7 @@ class Optimus(Policy):
         budget = int(free.sum())
         workers: dict[str, int] = {}
         growing = []
-        for js in sorted(jobs, key=arrival_key):
+        for js in sorted(jobs, key=queue_key):
             w0 = js.job.min_workers
             if w0 > budget:
                 continue
@@ -63,7 +63,7 @@ class Optimus(Policy):
             if ok:  # unchanged sizes keep their servers
                 out[jid] = p
         rest = sorted((jid for jid in workers if jid not in out),
-                      key=lambda jid: (-workers[jid],) + arrival_key(by_id[jid]))
+                      key=lambda jid: (-workers[jid],) + queue_key(by_id[jid]))
         rack = nodes.cluster.rack_index if nodes.cluster.racks else None
         for jid in rest:
             for w in range(workers[jid], by_id[jid].job.min_workers - 1, -1):

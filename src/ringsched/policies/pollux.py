@@ -40,7 +40,7 @@ import numpy as np
 from ringsched.perfmodel.efficiency import noise_scale
 from ringsched.perfmodel.goodput import goodput_table
 from ringsched.policies.base import Policy
-from ringsched.policies.common import arrival_key, take_all
+from ringsched.policies.common import queue_key, take_all
 from ringsched.policies.registry import register
 
 IDLE = 1e-3  # added to every scaled speedup before the power (Pollux's artifact)
@@ -127,7 +127,7 @@ class Pollux(Policy):
         self._tables: dict[tuple, np.ndarray] = {}
 
     def optimize(self, jobs, nodes, previous_allocations):
-        jobs = sorted(jobs, key=arrival_key)
+        jobs = sorted(jobs, key=queue_key)
         free = nodes.capacity.copy()
         budget, gps = int(free.sum()), nodes.gpus_per_server
         if self._speed is not nodes.speed:
@@ -169,7 +169,7 @@ class Pollux(Policy):
             if ok:
                 out[jid] = p
         order = sorted((i for i, w in enumerate(chosen) if w and jobs[i].job_id not in out),
-                       key=lambda i: (-chosen[i],) + arrival_key(jobs[i]))
+                       key=lambda i: (-chosen[i],) + queue_key(jobs[i]))
         for i in order:
             cnt = counts[i]
             for w in reversed([c for c in cnt if 0 < c <= chosen[i]]):

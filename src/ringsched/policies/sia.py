@@ -39,7 +39,7 @@ from scipy.sparse import csr_matrix
 from ringsched.perfmodel.efficiency import noise_scale
 from ringsched.perfmodel.goodput import goodput_table
 from ringsched.policies.base import Policy
-from ringsched.policies.common import arrival_key, take_all
+from ringsched.policies.common import queue_key, take_all
 from ringsched.policies.pollux import DONE_STEP, best_counts, place_one, restart_factor, server_counts
 from ringsched.policies.registry import register
 
@@ -91,7 +91,7 @@ class Sia(Policy):
         self.last_status = ""  # how the last round was solved (benchmarks/pollux_sia_speed.py counts it)
 
     def optimize(self, jobs, nodes, previous_allocations):
-        jobs = sorted(jobs, key=arrival_key)
+        jobs = sorted(jobs, key=queue_key)
         if not jobs:
             return {}
         if self._speed is not nodes.speed:
@@ -193,7 +193,7 @@ class Sia(Policy):
             if ok:
                 out[jid] = p
         order = sorted((i for i, c in enumerate(chosen) if c is not None and jobs[i].job_id not in out),
-                       key=lambda i: (-chosen[i][1],) + arrival_key(jobs[i]))
+                       key=lambda i: (-chosen[i][1],) + queue_key(jobs[i]))
         for i in order:
             t, w = chosen[i]
             idx, gps, _ = types[t]

@@ -33,7 +33,7 @@ import numpy as np
 
 from ringsched.embedding.consolidated import counts_to_placement
 from ringsched.policies.base import Policy
-from ringsched.policies.common import arrival_key, take_all, take_placement
+from ringsched.policies.common import priority_first, take_all, take_placement
 from ringsched.policies.registry import register
 
 _KEY = "sjf_bco_key"  # (policy, done_samples, (size, arrival, index)) cached in js.extra
@@ -79,11 +79,11 @@ class SjfBco(Policy):
         return out
 
     def _key(self, js, nodes):
-        """(size, arrival, index); a waiting job's size only changes when its progress does."""
+        """(-priority, size, arrival, index); a waiting job's size only changes when its progress does."""
         c = js.extra.get(_KEY)
         if c is None or c[0] is not self or c[1] != js.done_samples:
             size = js.remaining_at(nodes.now_s) / nodes.throughput_sps(js, self.demand(js))
-            c = js.extra[_KEY] = (self, js.done_samples, (size,) + arrival_key(js))
+            c = js.extra[_KEY] = (self, js.done_samples, priority_first(js, (size, js.job.arrival_s, js.index)))
         return c[2]
 
     @staticmethod

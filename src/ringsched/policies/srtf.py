@@ -18,7 +18,7 @@ import numpy as np
 
 from ringsched.embedding import consolidated
 from ringsched.policies.base import Allocations, Policy
-from ringsched.policies.common import allocate_in_order_fast
+from ringsched.policies.common import allocate_in_order_fast, priority_first
 from ringsched.policies.registry import register
 
 
@@ -57,6 +57,6 @@ class Srtf(Policy):
                 rate = js.extra["srtf_rate"] = nodes.throughput_sps(js, self.demand(js))
             return js.remaining_at(now) / rate
 
-        order = sorted(jobs, key=lambda js: (remaining_s(js), js.job.arrival_s, js.index))
+        order = sorted(jobs, key=lambda js: priority_first(js, (remaining_s(js), js.job.arrival_s, js.index)))
         out = allocate_in_order_fast([(js, self.demand(js)) for js in order], nodes, previous_allocations)
         return replace_fragmented(out, order, nodes)

@@ -97,9 +97,9 @@ class Themis(Policy):
                     or c[3] != js.placement):
                 c = self._coef(js, nodes)
             r = c[7] + c[6] * now if now >= c[5] else self.rho(js, nodes)
-            keyed.append((-r, js.job.arrival_s, js.index, js))
-        keyed.sort()  # worst rho first, then by arrival; all distinct
-        ranked = list(map(itemgetter(3), keyed))
+            keyed.append((-js.job.priority, -r, js.job.arrival_s, js.index, js))  # priority_first, inlined
+        keyed.sort()  # highest priority, then worst rho first, then by arrival; all distinct
+        ranked = list(map(itemgetter(4), keyed))
         n_bid = math.ceil((1.0 - self.fairness_knob) * n - 1e-9)
         demand = self.demand
         if now < self._next_lease_s - 1e-9:  # inside a lease: fill freed GPUs only
@@ -122,9 +122,10 @@ class Themis(Policy):
 
         Every waiting job fitting the free GPUs would have started, so the answer only changes
         when a waiting job becomes a bidder, i.e. its rho (rising at 1 / T_isolated per second)
-        passes that of the n_bid-th bidder, a running job, whose rho does not fall."""
+        passes that of the n_bid-th bidder, a running job, whose rho does not fall (a waiting job
+        of a lower priority class never passes it: the time found for it is only early)."""
         bar = None
-        for k, (neg_rho, _, _, js) in enumerate(keyed):
+        for k, (_, neg_rho, _, _, js) in enumerate(keyed):
             if k == n_bid:
                 break
             if not running.get(js.job.job_id):
@@ -133,7 +134,7 @@ class Themis(Policy):
         if bar is None:
             return math.inf  # no bidders: running jobs renew their leases, no job fits
         until = math.inf
-        for _, _, _, js in keyed[n_bid:]:
+        for *_, js in keyed[n_bid:]:
             if not running.get(js.job.job_id):
                 c = js.extra[_RHO]
                 if c[6] > 0:

@@ -14,7 +14,7 @@ with one threshold of 3,200 GPU-seconds (``queue_thresholds_gpu_s=(3200.0,)``), 
 two-queue setting of the paper's evaluation as given in our design brief; the authors'
 public simulator (SymbioticLab/Tiresias, jobs.py) instead defaults to three queues with
 limits 3,250 and 7,200 GPU-seconds -- pass ``(3250.0, 7200.0)`` for that. Inside a queue,
-FIFO by arrival; preemptive, lower-priority jobs backfill; placement is always consolidated
+FIFO by arrival; a job's priority (``job.priority``) comes before its queue (``common.queue_key``); preemptive, lower-priority jobs backfill; placement is always consolidated
 (``allocate_in_order``), keeping running jobs where they are. PromoteKnob (``promote_knob``,
 default 8, our choice: the authors' simulator has it off by default and variants from 0.5
 to 1000; None or 0 disables it): a waiting job that has run before, in a queue below the
@@ -41,7 +41,7 @@ from ringsched.policies.common import allocate_in_order_fast
 from ringsched.policies.registry import register
 
 _BASE = "tiresias_base_gpu_s"  # attained service at the last promotion (js.extra key)
-_PAIR = itemgetter(3, 4)  # (job, workers) of an entry (queue, arrival, index, job, workers)
+_PAIR = itemgetter(4, 5)  # (job, workers) of an entry (-priority, queue, arrival, index, job, workers)
 _EPS = 1e-6  # s: queue checks are scheduled this early, then decided exactly
 
 
@@ -91,11 +91,11 @@ class Tiresias(Policy):
             e = self._entry.get(jid)
             if e is None:
                 return False
-            if e[3].status == "completed":
+            if e[4].status == "completed":
                 self._remove(e)
             else:  # stopped between decisions: look at its queue now
                 self._check_at[jid] = t = nodes.now_s - 1.0
-                heapq.heappush(self._checks, (t, e[3].index, jid))
+                heapq.heappush(self._checks, (t, e[4].index, jid))
         try:
             newest_first = reversed(jobs)  # arrivals come last
         except TypeError:
@@ -103,7 +103,7 @@ class Tiresias(Policy):
         for js in newest_first:
             e = self._entry.get(js.job.job_id)
             if e is not None:
-                if e[3] is not js:
+                if e[4] is not js:
                     return False
                 break
             bisect.insort(self._order, self._add(js, nodes))
@@ -114,7 +114,7 @@ class Tiresias(Policy):
         self._order = sorted(self._add(js, nodes) for js in jobs)
 
     def _add(self, js, nodes):
-        e = (self.queue_of(js, nodes.now_s), js.job.arrival_s, js.index, js, self.demand(js))
+        e = (-js.job.priority, self.queue_of(js, nodes.now_s), js.job.arrival_s, js.index, js, self.demand(js))
         self._entry[js.job.job_id] = e
         self._schedule(e, nodes, workers=len(js.placement))
         return e
@@ -123,13 +123,13 @@ class Tiresias(Policy):
         i = bisect.bisect_left(self._order, e)
         if i < len(self._order) and self._order[i] is e:
             del self._order[i]
-        jid = e[3].job.job_id
+        jid = e[4].job.job_id
         del self._entry[jid]
         self._check_at.pop(jid, None)
 
     def _schedule(self, e, nodes, workers: int) -> None:
         """When to look at the job's queue again, running on ``workers`` GPUs (0: waiting)."""
-        q, js, now = e[0], e[3], nodes.now_s
+        q, js, now = e[1], e[4], nodes.now_s
         if workers:  # it is demoted when its service crosses the queue's threshold
             if q >= len(self.thresholds):
                 t = math.inf
@@ -154,14 +154,14 @@ class Tiresias(Policy):
                 continue  # superseded
             del self._check_at[jid]
             e = self._entry[jid]
-            js = e[3]
+            js = e[4]
             q = self.queue_of(js, now)
             if q > 0 and not js.placement and self._promotion_due(js, nodes) <= now:
                 js.extra[_BASE] = js.attained_gpu_s
                 q = 0
-            if q != e[0]:
+            if q != e[1]:
                 self._remove(e)
-                e = (q,) + e[1:]
+                e = (e[0], q) + e[2:]
                 self._entry[jid] = e
                 bisect.insort(self._order, e)
             self._schedule(e, nodes, workers=len(js.placement))

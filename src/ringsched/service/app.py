@@ -8,6 +8,7 @@ endpoint (the page and the OpenAPI schema included) wants ``Authorization: Beare
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from importlib import resources
 from typing import Any
@@ -78,7 +79,8 @@ def build_app(views: Views, log: CommandLog, commands: CommandQueue, live: Live,
     @app.post("/api/jobs", status_code=201, summary="Submit a job (acknowledged once journaled)")
     def submit(sub: Submission) -> dict:
         try:
-            job = job_from_mapping(sub.job, tuple(sub.paths), source="submission")
+            job = dataclasses.replace(job_from_mapping(sub.job, tuple(sub.paths), source="submission"),
+                                      priority=sub.priority)
         except InputError as e:
             raise HTTPException(422, e.line()) from None
         try:

@@ -47,6 +47,7 @@ class ServeOptions:
     token: str | None = None
     slot_s: float = 5.0
     checkpoint_s: float = 10.0
+    address: str | None = None  # a Ray cluster to join (ray backend); None: a local Ray instance
 
 
 def is_loopback(host: str) -> bool:
@@ -84,7 +85,7 @@ def _launcher(opts: ServeOptions, cluster):
         return LocalLauncher(opts.state_dir)
     from ringsched.backends.ray_backend import RayLauncher
 
-    return RayLauncher(cluster, opts.state_dir)
+    return RayLauncher(cluster, opts.state_dir, address=opts.address)
 
 
 class ApiThread:

@@ -32,6 +32,7 @@ import math
 
 from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
+from ringsched.policies.common import queue_key
 from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, utility_horizon_s
@@ -171,7 +172,7 @@ class Gadget(Policy):
 
     def _offer_unplanned(self, jobs, nodes: Nodes, slot: int, behind: set, previous_allocations) -> None:
         """Offer jobs without a plan: those behind first, then new ones, then deferred ones, each by
-        arrival. A deferred job is offered again every retry_every slots, doubling the wait after
+        priority, then arrival (``queue_key``). A deferred job is offered again every retry_every slots, doubling the wait after
         each offer that failed (up to 2^retry_backoff), and at most once a slot when reservations
         were released: re-offers rarely succeed and were most of GADGET's time on long traces."""
         cap = self.p.max_plans_per_slot
@@ -181,11 +182,10 @@ class Gadget(Policy):
             jid = js.job_id
             if jid not in plans:
                 groups[(0 if jid in behind else 2) + (jid in self.last_try)].append(js)
-        by_arrival = (lambda js: (js.job.arrival_s, js.index))  # (a total order)
-        first = sorted(groups[0], key=by_arrival) + sorted(groups[1], key=by_arrival) + sorted(groups[2], key=by_arrival)
+        first = sorted(groups[0], key=queue_key) + sorted(groups[1], key=queue_key) + sorted(groups[2], key=queue_key)
         ready = [js for js in groups[3] if self._retry_due(js.job_id, slot)]
         offers = []
-        for js in first[:cap] + heapq.nsmallest(max(0, cap - len(first)), ready, key=by_arrival):
+        for js in first[:cap] + heapq.nsmallest(max(0, cap - len(first)), ready, key=queue_key):
             must = js.job_id in behind or (js.first_start_s is not None and self.p.admission == "strict")
             offers.append((js, self.last_try.get(js.job_id), must))
         quick = {}

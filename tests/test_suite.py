@@ -4,6 +4,10 @@ from its Parquet, absent traces skip with a reason, and Ray runs give the proces
 from __future__ import annotations
 
 import dataclasses
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -79,7 +83,7 @@ def test_arrival_perturbation_is_seeded_and_seed_0_is_the_trace():
 @pytest.fixture(scope="module")
 def suite_out(tmp_path_factory):
     out = tmp_path_factory.mktemp("suite")
-    cells = run_suite(cells_for(tiny(), POLICIES), workers=2)
+    cells = run_suite(cells_for(tiny(), POLICIES), workers=2).cells
     write_suite(out, cells, "gadget")
     return out
 
@@ -129,8 +133,8 @@ def test_absent_shared_traces_skip_with_a_reason(monkeypatch, tmp_path, cli):
 def test_ray_engine_gives_the_rows_of_processes():
     pytest.importorskip("ray")
     cells = cells_for(tiny(("syn-1.1",), limit=15), ["fifo", "srtf"], seeds=(0,), estimates=("exact",))
-    local = run_suite(cells, workers=1).drop(columns="wall_s")
-    on_ray = run_suite(cells, engine="ray").drop(columns="wall_s")
+    local = run_suite(cells, workers=1).cells.drop(columns="wall_s")
+    on_ray = run_suite(cells, engine="ray").cells.drop(columns="wall_s")
     pd.testing.assert_frame_equal(local, on_ray)
 
 
@@ -177,3 +181,36 @@ def test_a_cell_of_an_adaptive_workload_runs_adaptive_jobs(monkeypatch):
     (cell,) = cells_for([w], ["fifo"], seeds=[0], estimates=["exact"])
     run_cell(cell)
     assert len(seen) == 1 and any(seen[0])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_keep_the_finished_cells(tmp_path, sig):
+    """The suite runs on the shared executors: a signal after the first cell finished ends the
+    run with 130 (143), the finished cells written to cells.parquet, no traceback. Mutant
+    caught: suite_cmd dropping the partial rows (no cells.parquet), run_suite without
+    run_parallel's interrupt handling (a traceback)."""
+    out = tmp_path / "out"
+    policies = ["fifo", "gadget", "oasis"]
+    proc = subprocess.Popen([sys.executable, "-m", "ringsched.cli.main", "suite", "--workloads", "syn-1.1,syn-3",
+                             "--policies", ",".join(policies), "--estimates", "exact", "--seeds", "1",
+                             "--workers", "1", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines = []
+    deadline = time.monotonic() + 120
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("[1/6] "):
+                proc.send_signal(sig)
+                break
+            assert time.monotonic() < deadline, "".join(lines)
+        _, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = "".join(lines) + rest
+    assert proc.returncode == 128 + sig, err
+    assert "interrupted: kept" in err and "Traceback" not in err
+    cells = pd.read_parquet(out / "cells.parquet")
+    assert 1 <= len(cells) < 6 and lines[-1].split("] ")[1].startswith(
+        f"{cells.workload.iloc[0]} seed 0 exact {cells.policy.iloc[0]}")

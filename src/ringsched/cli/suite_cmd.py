@@ -69,15 +69,19 @@ def suite(
         raise InputError("no workload left to run (shared traces absent?)", field="workloads")
     cells = cells_for(chosen, pols, seeds=range(seeds), estimates=ests, decide_at_events=not slotted,
                       profiles=read_profiles(profiles))
-    total = len(cells)
-    done = [0]
-
-    def progress(row):
-        done[0] += 1
-        err.print(f"[{done[0]}/{total}] {row['workload']} seed {row['seed']} {row['estimates']} {row['policy']}: "
-                  f"{row['wall_s']:.1f} s", markup=False, highlight=False)
-
-    df = run_suite(cells, workers=workers, engine=engine, progress=progress)
-    tables = write_suite(out, df, target)
-    print_report(tables, target, Console())
+    run = run_suite(cells, workers=workers, engine=engine, console=err)
+    for key, why in run.errors.items():
+        err.print(f"{key} failed: {why}", style="red", markup=False, highlight=False)
+    if run.interrupted:
+        err.print(f"interrupted: kept {len(run.cells)} of {run.total} cells", markup=False, highlight=False)
+    if len(run.cells):
+        tables = write_suite(out, run.cells, target)
+        if len(tables["ratios"]):
+            print_report(tables, target, Console())
+        else:  # (an interrupted run may not have the target and a baseline of any workload yet)
+            print(f"no ratios yet: no workload has {target} and a baseline finished; cells in {out}")
     sys.stdout.flush()
+    if run.interrupted:
+        raise typer.Exit(130)  # (143 after SIGTERM: cli.errors)
+    if run.errors:
+        raise typer.Exit(1)

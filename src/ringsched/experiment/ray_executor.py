@@ -1,5 +1,7 @@
-"""The Ray executor: the cells of a sweep as Ray tasks, the same cells as the local pool
-(``executors.run_parallel``) and the same results (a test checks they are identical)."""
+"""The Ray executor: the cells of a sweep or of the suite as Ray tasks, the same cells as the
+local pool (``executors.run_parallel``) and the same results (tests check they are identical),
+with the same progress (a bar, ``on_done`` lines) and the same Ctrl-C / SIGTERM rule: the cells
+finished by then are kept, the others cancelled."""
 
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ from ringsched.experiment.executors import RunOutcome, default_workers
 RAY_OBJECT_STORE_BYTES = 128 * 1024 * 1024  # a local Ray instance only moves small summaries
 
 
-def run_ray(cells: list[dict], run_cell, *, address: str | None, workers: int | None, console: Console) -> RunOutcome:
+def run_ray(cells: list[dict], run_cell, *, address: str | None, workers: int | None, console: Console,
+            on_done=None) -> RunOutcome:
     """The cells as Ray tasks of ``run_cell`` (a module-level function). Joins the Ray instance
     already initialised in this process, else
     ``address`` (``auto``, ``ray://host:port``, ...) or $RAY_ADDRESS, else starts a local one with
     ``workers`` CPUs (``--address local`` too). A remote cluster needs ringsched installed on its
-    nodes."""
+    nodes. ``on_done(key, value)`` may return a line to print when a cell finishes."""
     try:
         import ray
     except ImportError:
@@ -60,7 +63,12 @@ def run_ray(cells: list[dict], run_cell, *, address: str | None, workers: int | 
                 except Exception as e:  # noqa: BLE001 - a failed cell is reported, the others go on
                     cause = getattr(e, "cause", None) or e
                     out.errors[key] = f"{type(cause).__name__}: {cause}"
-                    console.print(f"{key}: failed: {out.errors[key]}", style="red", markup=False, emoji=False)
+                    progress.console.print(f"{key}: failed: {out.errors[key]}", style="red", markup=False,
+                                           emoji=False)
+                else:
+                    line = on_done(key, out.results[key]) if on_done else None
+                    if line:
+                        progress.console.print(line, markup=False, emoji=False, highlight=False)
                 progress.update(bar, advance=1)
     except KeyboardInterrupt:
         out.interrupted = True

@@ -2,8 +2,9 @@
 ``experiment.workloads``, with two seeds each, under exact and noisy duration estimates, in
 the world that decides at arrivals and completions.
 
-``run_suite`` runs the cells (workload x seed x estimates x policy) in parallel processes or
-on a Ray cluster and returns one row per cell; ``ratios`` turns the rows into the target
+``run_suite`` runs the cells (workload x seed x estimates x policy) through the shared
+executors (local processes or a Ray cluster, with progress, and Ctrl-C / SIGTERM keeping the
+finished cells) and returns one row per finished cell; ``ratios`` turns the rows into the target
 policy's ratios to the best baseline per workload (means over seeds), ``paired`` into the
 per-seed paired differences with a confidence interval, ``overall`` into geometric means
 and worst cases. ``write_suite`` writes them as Parquet and an HTML page. Everything here
@@ -12,18 +13,16 @@ is recomputable from ``cells.parquet`` alone (tests/test_suite.py does it).
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import math
-import multiprocessing as mp
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ringsched.experiment.executors import worker_init
+from ringsched.experiment.executors import Task, run_parallel
 from ringsched.experiment.workloads import WORKLOADS, SuiteWorkload, offered_load, perturb_arrivals
 
 METRICS = (("total_utility", "max"), ("mean_jct_s", "min"), ("p99_jct_s", "min"))
@@ -75,53 +74,63 @@ def cells_for(workloads: Sequence[SuiteWorkload], policies: Sequence[str], *, se
             for w in workloads for s in seeds for e in estimates for p in policies]
 
 
-def run_suite(cells: Sequence[Cell], *, workers: int = 2, engine: str = "process",
-              progress: Callable[[dict], None] | None = None) -> pd.DataFrame:
-    """Every cell, in ``workers`` processes (``engine="process"``) or as Ray tasks
-    (``engine="ray"``: ``ray.init()`` joins the cluster of $RAY_ADDRESS, else starts a local
-    one); rows sorted by workload, seed, estimates, policy."""
-    rows = []
+@dataclass
+class SuiteRun:
+    """What a suite run gave: the finished cells' rows, and what did not finish."""
+
+    cells: pd.DataFrame  # one row per finished cell, sorted by workload, seed, estimates, policy
+    total: int  # cells asked for
+    errors: dict[str, str] = field(default_factory=dict)  # cell key -> "Type: message"
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the cells finished by then are kept
+    wall_s: float = 0.0
+
+
+def cell_key(cell: Cell) -> str:
+    return f"{cell.workload.name} seed {cell.seed} {cell.estimates} {cell.policy}"
+
+
+def run_keyed_cell(task: dict) -> dict:
+    """``run_cell`` of ``{"key": ..., "cell": Cell}``: the form the Ray executor hands its tasks."""
+    return run_cell(task["cell"])
+
+
+def run_suite(cells: Sequence[Cell], *, workers: int = 2, engine: str = "process", console=None,
+              show: bool = True) -> SuiteRun:
+    """Every cell, through the shared executors: ``workers`` local processes
+    (``executors.run_parallel``, ``engine="process"``) or Ray tasks (``ray_executor.run_ray``,
+    ``engine="ray"``: the cluster of $RAY_ADDRESS, else a local one). Both show progress on
+    ``console`` (stderr), a line per finished cell, and stop at Ctrl-C or SIGTERM keeping the
+    cells that finished; a failed cell is reported in ``errors`` and the others go on."""
+    from rich.console import Console
+
+    console = console or Console(stderr=True)
+    keyed = {cell_key(c): c for c in cells}
+    done = [0]
+
+    def line(key: str, row: dict) -> str:
+        done[0] += 1
+        return f"[{done[0]}/{len(keyed)}] {key}: {row['wall_s']:.1f} s"
+
     if engine == "ray":
-        rows = _run_on_ray(cells, progress)
-    elif workers <= 1:
-        for c in cells:
-            rows.append(run_cell(c))
-            if progress:
-                progress(rows[-1])
+        from ringsched.experiment.ray_executor import run_ray
+
+        out = run_ray([{"key": k, "cell": c} for k, c in keyed.items()], run_keyed_cell, address=None,
+                      workers=workers, console=console, on_done=line if show else None)
     else:
-        # fork where there is one: a spawned child re-runs the console script, which has no
-        # __main__ guard (as compare does, cli/compare_cmd.py)
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-        with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=worker_init, initargs=(None,)) as ex:
-            for f in cf.as_completed([ex.submit(run_cell, c) for c in cells]):
-                rows.append(f.result())
-                if progress:
-                    progress(rows[-1])
+        out = run_parallel([Task(k, run_cell, (c,)) for k, c in keyed.items()], workers=workers,
+                           per_task_bars=False, label="cells", console=console, on_done=line, show=show)
+    rows = [out.results[k] for k in keyed if k in out.results]
+    return SuiteRun(_sorted(rows), len(keyed), dict(out.errors), out.interrupted, out.wall_s)
+
+
+def _sorted(rows: list[dict]) -> pd.DataFrame:
+    """The rows in the suite's order: workloads as listed in WORKLOADS, then seed, estimates, policy."""
+    if not rows:
+        return pd.DataFrame(columns=["workload", "seed", "estimates", "policy"])
     order = {w.name: i for i, w in enumerate(WORKLOADS)}
     df = pd.DataFrame(rows)
     df["_o"] = df["workload"].map(lambda n: order.get(n, len(order)))
     return df.sort_values(["_o", "workload", "seed", "estimates", "policy"]).drop(columns="_o").reset_index(drop=True)
-
-
-def _run_on_ray(cells: Sequence[Cell], progress) -> list[dict]:
-    import ray
-
-    started = not ray.is_initialized()
-    if started:
-        ray.init(include_dashboard=False, log_to_driver=False)
-    try:
-        task = ray.remote(run_cell)
-        pending = [task.remote(c) for c in cells]
-        rows = []
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            rows.append(ray.get(done[0]))
-            if progress:
-                progress(rows[-1])
-        return rows
-    finally:
-        if started:
-            ray.shutdown()
 
 
 # ---------------------------------------------------------------- analysis
@@ -221,5 +230,5 @@ def skipped_workloads(workloads: Sequence[SuiteWorkload]) -> list[tuple[SuiteWor
     return [(w, f"{w.needs()} not found") for w in workloads if w.needs() is not None and not w.needs().exists()]
 
 
-__all__ = ["Cell", "cells_for", "overall", "paired", "ratios", "run_cell", "run_suite", "skipped_workloads",
-           "workload_table", "write_suite"]
+__all__ = ["Cell", "SuiteRun", "cell_key", "cells_for", "overall", "paired", "ratios", "run_cell", "run_keyed_cell",
+           "run_suite", "skipped_workloads", "workload_table", "write_suite"]

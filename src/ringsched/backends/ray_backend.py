@@ -326,25 +326,21 @@ class RayLauncher(Launcher):
     def reap(self, stale: list[dict]) -> None:
         """Recovery: wait until the placement groups of the attempts a dead scheduler left open
         are gone (their actors with them), removing any left after ``REAP_TIMEOUT_S``."""
-        names = {self.pg_name(int(a["id"])) for a in stale}
-        deadline = time.monotonic() + REAP_TIMEOUT_S
-        while True:
-            live = self._live_placement_groups(names)
-            if not live:
-                return
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(REAP_POLL_S)
         from ray.util.placement_group import PlacementGroup, remove_placement_group
 
-        for pg_hex in live:
+        names = {self.pg_name(int(a["id"])) for a in stale}
+        for pg_hex in self._wait_removed(names):
             remove_placement_group(PlacementGroup(self.ray.PlacementGroupID.from_hex(pg_hex)))
+        if self._wait_removed(names):
+            raise LauncherError(f"Ray did not remove the placement groups of the previous scheduler's "
+                                f"attempts ({', '.join(sorted(names))}) within {REAP_TIMEOUT_S:g} s")
+
+    def _wait_removed(self, names: set[str]) -> list[str]:
+        """Wait up to ``REAP_TIMEOUT_S`` for these placement groups to be removed; those still there."""
         deadline = time.monotonic() + REAP_TIMEOUT_S
-        while self._live_placement_groups(names):
-            if time.monotonic() >= deadline:
-                raise LauncherError(f"Ray did not remove the placement groups of the previous scheduler's "
-                                    f"attempts ({', '.join(sorted(names))}) within {REAP_TIMEOUT_S:g} s")
+        while (live := self._live_placement_groups(names)) and time.monotonic() < deadline:
             time.sleep(REAP_POLL_S)
+        return live
 
     def _live_placement_groups(self, names: set[str]) -> list[str]:
         table = self.ray.util.placement_group_table()

@@ -60,3 +60,11 @@ def test_drf_priority_comes_before_fairness():
     r = run([b0, a1, a2], c, "drf", slot_s=SLOT_S)
     assert r.loc["j1", "first_start_s"] == r.loc["j2", "first_start_s"] == 0
     assert r.loc["j0", "first_start_s"] >= r.loc["j1", "finish_s"] - 1e-9, r[["first_start_s", "finish_s"]]
+
+
+def test_drf_orders_a_tenants_own_jobs_by_priority():
+    c = parse_spec("1x4")
+    low = job(0, 0, 4, 1200.0, c, tenant="a")
+    high = dataclasses.replace(job(1, 0, 4, 1200.0, c, tenant="a"), priority=5)
+    r = run([low, high], c, "drf", slot_s=SLOT_S)
+    assert r.loc["j1", "first_start_s"] == 0 and r.loc["j0", "first_start_s"] >= r.loc["j1", "finish_s"] - 1e-9

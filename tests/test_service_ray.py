@@ -7,6 +7,10 @@ no rank of a killed service trains or checkpoints while its job runs again."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -71,6 +75,9 @@ def test_ray_service_killed_twice_every_job_completes_once(two_nodes, tmp_path):
     errors = check_every_job_completed_once(state)
     hosts = {h for r in query(state, "SELECT host FROM attempts WHERE outcome = 'done'") for h in r["host"].split()}
     assert len(hosts) == 2, f"every rank ran on one node: {hosts}"
+    for a in query(state, "SELECT id, job_id, workers FROM attempts WHERE outcome = 'done'"):
+        for r in range(a["workers"]):  # each rank's output kept under the state directory
+            assert (state / "logs" / a["job_id"] / f"attempt{a['id']}-rank{r}.log").is_file(), a
     print(report(errors, time.monotonic() - t0))
 
 
@@ -88,7 +95,7 @@ def test_reap_removes_placement_groups_left_by_another_scheduler(two_nodes, tmp_
     try:
         stale = placement_group([{"server_1": 1}], name=launcher.pg_name(7))
         # attempt 7 of another service's state directory: not this one's to remove
-        other = placement_group([{"server_0": 1}], name=f"ringsched-{ray_backend.state_tag(tmp_path / 'other')}-a7")
+        other = placement_group([{"server_0": 1}], name=ray_backend.placement_group_name(tmp_path / "other", 7))
         ray.get([stale.ready(), other.ready()], timeout=60)
         actor = launcher.actor_cls.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
             stale, placement_group_bundle_index=0)).remote()
@@ -103,3 +110,49 @@ def test_reap_removes_placement_groups_left_by_another_scheduler(two_nodes, tmp_
         assert not alive(pid), "the actor of a removed placement group kept running"
     finally:
         launcher.close()
+
+
+DRIVER = """
+import sys, time, ray
+from ray.util.placement_group import placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from ringsched.backends.ray_backend import WorkerActor, placement_group_name
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+pg = placement_group([{"server_1": 1}], name=placement_group_name(sys.argv[2], 3))
+ray.get(pg.ready(), timeout=60)
+actor = ray.remote(num_cpus=0)(WorkerActor).options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+    pg, placement_group_bundle_index=0)).remote()
+print(ray.get(actor.pid.remote(), timeout=60), flush=True)
+time.sleep(600)
+"""
+
+
+def test_reap_after_kill_9_returns_once_the_dead_drivers_actors_are_gone(two_nodes, tmp_path):
+    """A scheduler (here a bare driver) SIGKILLed with an attempt running: ``reap`` returns only
+    once Ray has removed its placement group, and its rank is dead by then or soon after."""
+    from ringsched.backends import ray_backend
+    from ringsched.cluster.model import load_cluster
+
+    state = tmp_path / "state"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, two_nodes.address, str(state)],
+                              stdout=subprocess.PIPE, text=True)
+    launcher = None
+    try:
+        pid = int(driver.stdout.readline())
+        launcher = ray_backend.RayLauncher(load_cluster("2x2"), state, address=two_nodes.address)
+        name = launcher.pg_name(3)
+        assert launcher._live_placement_groups({name}), "the driver's placement group is not there"
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+        launcher.reap([{"id": 3, "job_id": "j", "pids": [pid]}])
+        assert not launcher._live_placement_groups({name})
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(pid), "a rank of the killed driver kept running"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        if launcher is not None:
+            launcher.close()

@@ -23,8 +23,9 @@ placement groups of the attempts its predecessor left open are removed, and remo
 their actors) those still there after ``REAP_TIMEOUT_S``: no rank of an old attempt trains
 or checkpoints while its job runs again. It finds them by name: ``ringsched-TAG-aID``, where
 TAG is a digest of the state directory (two services sharing a Ray cluster never touch each
-other's) and ID the journaled attempt id. Checkpoints are written by rank 0 to ``--state``,
-which must be on a filesystem every node sees (trivially so on one machine).
+other's) and ID the journaled attempt id. Checkpoints (rank 0) and every rank's stdout and
+stderr (``STATE/logs/JOB/attemptN-rankR.log``) are written to ``--state``, which must be on a
+filesystem every node sees (trivially so on one machine).
 """
 
 from __future__ import annotations
@@ -49,9 +50,11 @@ def server_resource(i: int) -> str:
     return f"server_{i}"
 
 
-def state_tag(state_dir: Path) -> str:
-    """Names this state directory's placement groups apart from any other service's."""
-    return hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:10]
+def placement_group_name(state_dir: Path, attempt_id: int) -> str:
+    """The placement group of attempt ``attempt_id`` journaled in ``state_dir``: a digest of the
+    directory names it apart from any other service's sharing the Ray cluster."""
+    tag = hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:10]
+    return f"ringsched-{tag}-a{attempt_id}"
 
 
 class WorkerActor:
@@ -83,8 +86,9 @@ class WorkerActor:
     def run(self, cfg: dict) -> int:
         import ray
 
-        from ringsched.backends.worker import run_worker
+        from ringsched.backends.worker import output_to_log, run_worker
 
+        output_to_log(cfg.get("log_path"))  # this actor's process is this rank's alone
         node = ray.get_runtime_context().get_node_id()
 
         def emit(ev: dict) -> None:
@@ -137,7 +141,6 @@ class RayLauncher(Launcher):
         self.ray = ray
         self.cluster = cluster
         self.state_dir = Path(state_dir)
-        self.tag = state_tag(self.state_dir)
         self.started_ray = False
         self.loopback = address is None  # a local instance: everything on 127.0.0.1
         if not ray.is_initialized():
@@ -170,14 +173,14 @@ class RayLauncher(Launcher):
         self.closed = False
 
     def pg_name(self, attempt_id: int) -> str:
-        return f"ringsched-{self.tag}-a{attempt_id}"
+        return placement_group_name(self.state_dir, attempt_id)
 
     # ------------------------------------------------------------------ Launcher
     def start(self, attempt: Attempt, config: dict) -> None:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        config.pop("log_dir", None)  # Ray keeps the actors' stdout and stderr in its own logs
+        log_dir = Path(config.pop("log_dir", self.state_dir / "logs"))  # (on the shared filesystem)
         bundles = [{server_resource(s): 1.0} for s in attempt.placement]
         pg = placement_group(bundles, strategy="PACK", name=self.pg_name(attempt.id))
         actors = [self.actor_cls.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
@@ -185,9 +188,9 @@ class RayLauncher(Launcher):
         ra = _RayAttempt(attempt, pg, actors)
         self.attempts[attempt.id] = ra
         # waiting for the placement group and the actors takes seconds: not in the control loop
-        threading.Thread(target=self._launch, args=(ra, config), daemon=True).start()
+        threading.Thread(target=self._launch, args=(ra, config, log_dir), daemon=True).start()
 
-    def _launch(self, ra: _RayAttempt, config: dict) -> None:
+    def _launch(self, ra: _RayAttempt, config: dict, log_dir: Path) -> None:
         ray = self.ray
         att = ra.attempt
         try:
@@ -195,7 +198,8 @@ class RayLauncher(Launcher):
             ip, port, pid0 = ray.get(ra.actors[0].rendezvous.remote(self.loopback), timeout=READY_TIMEOUT_S)
             refs = []
             for rank, actor in enumerate(ra.actors):
-                cfg = dict(config, rank=rank, world=att.world, master_addr=ip, master_port=port)
+                cfg = dict(config, rank=rank, world=att.world, master_addr=ip, master_port=port,
+                           log_path=str(log_dir / f"attempt{att.id}-rank{rank}.log"))
                 refs.append(actor.run.remote(cfg))
             with self.lock:
                 ra.refs = refs
@@ -322,25 +326,21 @@ class RayLauncher(Launcher):
     def reap(self, stale: list[dict]) -> None:
         """Recovery: wait until the placement groups of the attempts a dead scheduler left open
         are gone (their actors with them), removing any left after ``REAP_TIMEOUT_S``."""
-        names = {self.pg_name(int(a["id"])) for a in stale}
-        deadline = time.monotonic() + REAP_TIMEOUT_S
-        while True:
-            live = self._live_placement_groups(names)
-            if not live:
-                return
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(REAP_POLL_S)
         from ray.util.placement_group import PlacementGroup, remove_placement_group
 
-        for pg_hex in live:
+        names = {self.pg_name(int(a["id"])) for a in stale}
+        for pg_hex in self._wait_removed(names):
             remove_placement_group(PlacementGroup(self.ray.PlacementGroupID.from_hex(pg_hex)))
+        if self._wait_removed(names):
+            raise LauncherError(f"Ray did not remove the placement groups of the previous scheduler's "
+                                f"attempts ({', '.join(sorted(names))}) within {REAP_TIMEOUT_S:g} s")
+
+    def _wait_removed(self, names: set[str]) -> list[str]:
+        """Wait up to ``REAP_TIMEOUT_S`` for these placement groups to be removed; those still there."""
         deadline = time.monotonic() + REAP_TIMEOUT_S
-        while self._live_placement_groups(names):
-            if time.monotonic() >= deadline:
-                raise LauncherError(f"Ray did not remove the placement groups of the previous scheduler's "
-                                    f"attempts ({', '.join(sorted(names))}) within {REAP_TIMEOUT_S:g} s")
+        while (live := self._live_placement_groups(names)) and time.monotonic() < deadline:
             time.sleep(REAP_POLL_S)
+        return live
 
     def _live_placement_groups(self, names: set[str]) -> list[str]:
         table = self.ray.util.placement_group_table()

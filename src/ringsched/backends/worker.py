@@ -352,6 +352,22 @@ def run_worker(cfg: dict, emit: Emit, stop: threading.Event) -> int:
     # actor is killed), and tearing down a gloo group whose peers are gone can block
 
 
+def output_to_log(log_path: str | None) -> None:
+    """Send this process's stdout and stderr to ``log_path`` (appended; /dev/null without one):
+    file descriptors 1 and 2, so what native code and a dying interpreter write lands there
+    too. The rank's log under ``STATE/logs/JOB/`` (``ringsched logs``), on either backend."""
+    if log_path:
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    else:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+
+
 def warm_up() -> None:
     """The slow imports of a training process (seconds each), done once in the zygote: torch,
     torch.distributed, DDP, torch._dynamo (which the first optimizer pulls in), the demo jobs."""

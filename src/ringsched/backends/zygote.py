@@ -19,7 +19,7 @@ import time
 import traceback
 
 from ringsched.backends import channel
-from ringsched.backends.worker import EXIT_ABORTED, PREFIX, run_worker, warm_up
+from ringsched.backends.worker import EXIT_ABORTED, PREFIX, output_to_log, run_worker, warm_up
 
 
 class _Out:
@@ -54,18 +54,8 @@ def _child(cmd: dict, inherited: list[int]) -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    log = cfg.get("log_path")
-    if log:
-        os.makedirs(os.path.dirname(log), exist_ok=True)
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    else:
-        fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
     sys.stdin = open(0, closefd=False)  # noqa: SIM115
-    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    output_to_log(cfg.get("log_path"))
     host, port = cmd["channel"]
     sock = socket.create_connection((host, int(port)), timeout=30)
     f = sock.makefile("r", encoding="utf-8")

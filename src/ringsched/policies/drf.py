@@ -81,12 +81,12 @@ class Drf(Policy):
     def _queues(jobs) -> dict[str, list]:
         """Tenant -> its jobs in queue order (``queue_key``)."""
         queues: dict[str, list] = defaultdict(list)
-        last = (-math.inf,)
-        for js in jobs:  # the simulator lists jobs oldest first: check rather than sort
-            key = queue_key(js)
-            if key < last:
+        last_p, last_a, last_i = math.inf, -math.inf, -1
+        for js in jobs:  # the simulator lists jobs oldest first: check (queue_key, inlined) rather than sort
+            p, a = js.job.priority, js.job.arrival_s
+            if p > last_p or (p == last_p and (a < last_a or (a == last_a and js.index < last_i))):
                 break
-            last = key
+            last_p, last_a, last_i = p, a, js.index
             queues[js.job.tenant or tenant_of(js)].append(js)
         else:
             return queues

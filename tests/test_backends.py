@@ -368,3 +368,15 @@ def test_a_rejected_job_makes_run_exit_1(tmp_path):
     assert s is not None, err[-2000:]
     assert (rc, s["rejected"], s["completed"]) == (1, 1, 0), err[-2000:]
     assert "needs 5 GPUs" in by_job(s)["huge"]["reason"]
+
+
+def test_jobs_digest_of_default_priorities_is_the_one_state_directories_already_hold():
+    """A --state made before jobs had a priority belongs to the same job list (its digest,
+    bfee69a915e51d03 for demo:3, was written by the code of 93086fa); a priority changes it."""
+    import dataclasses
+
+    from ringsched.backends.jobs_file import jobs_digest, load_jobs
+
+    jobs = load_jobs("demo:3")
+    assert jobs_digest(jobs) == "bfee69a915e51d03"
+    assert jobs_digest([dataclasses.replace(jobs[0], priority=1), *jobs[1:]]) != "bfee69a915e51d03"

@@ -171,8 +171,10 @@ class RunJob:
 
 
 def jobs_digest(jobs: list[RunJob]) -> str:
-    """A stable fingerprint of a job list (what a --state directory belongs to)."""
-    blob = json.dumps([j.to_dict() for j in jobs], sort_keys=True, default=str)
+    """A stable fingerprint of a job list (what a --state directory belongs to). A default
+    priority (0) is left out, so a state directory made before jobs had priorities resumes."""
+    rows = [{k: v for k, v in j.to_dict().items() if not (k == "priority" and v == 0)} for j in jobs]
+    blob = json.dumps(rows, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

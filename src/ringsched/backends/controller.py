@@ -41,9 +41,11 @@ from ringsched.backends.signals import Interrupted
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError
 from ringsched.perfmodel.ring import RingParams
-from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
+from ringsched.perfmodel.speed import Placement, SpeedModel
 from ringsched.policies.base import JobState, Nodes, Policy
+from ringsched.job import Job
 from ringsched.simulator.engine import PolicyError
+from ringsched.simulator.metrics import isolated_run_s
 
 STATE_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS)
 MIN_STEPS = 5  # iterations an attempt needs before its median step time counts as a measurement
@@ -71,7 +73,7 @@ class Attempt:
     pids: list[int] = field(default_factory=list)
     host: str = ""
     nodes: dict[int, str] = field(default_factory=dict)  # rank -> node id (Ray)
-    launched_mono: float = field(default_factory=time.monotonic)
+    launched_mono: float = 0.0  # the controller's monotonic clock at launch
     resume_seq: int | None = None  # the journaled checkpoint it resumed from
 
     @property
@@ -149,7 +151,8 @@ class Controller:
     def __init__(self, jobs: list[RunJob], cluster: Cluster, cluster_spec: str, policy: Policy,
                  launcher: Launcher, journal: Journal, config: RunConfig | None = None, *,
                  jobs_source: str = "", notify: Callable[[str], None] | None = None,
-                 on_tick: Callable[["Controller"], None] | None = None, commands: "CommandSource | None" = None):
+                 on_tick: Callable[["Controller"], None] | None = None, commands: "CommandSource | None" = None,
+                 clock: Callable[[], float] = time.monotonic):
         if not jobs and commands is None:
             raise InputError("no jobs to run", field="jobs")
         self.jobs = {j.name: j for j in jobs}
@@ -183,10 +186,12 @@ class Controller:
         self.retry_at: dict[str, float] = {}  # job -> earliest time of its next launch (backoff)
         self.consecutive_faults: dict[str, int] = {}
         self.stalled = False
+        self.wake_s: float | None = None  # when the policy said it acts next (``wakeup_s``)
         self.decisions = 0
         self.startup_s: list[float] = []  # measured: launch -> gloo group formed
         self.stop_s: list[float] = []  # measured: stop asked -> all ranks exited
-        self._t0 = time.monotonic()
+        self.clock = clock  # monotonic seconds (a test's launcher may drive a fake one)
+        self._t0 = clock()
         self._offset = 0.0
         self.wall0 = time.perf_counter()
         for j in jobs:  # every job type starts from the CPU prior, refitted as steps are measured
@@ -199,13 +204,13 @@ class Controller:
 
     # ------------------------------------------------------------------ clock
     def now(self) -> float:
-        return self._offset + (time.monotonic() - self._t0)
+        return self._offset + (self.clock() - self._t0)
 
     # ------------------------------------------------------------------ setup / recovery
-    def _isolated_s(self, j: RunJob) -> float:
-        w = min(j.max_workers, self.cluster.total_gpus)
-        shape = consolidated_shape(w, int(self.cluster.gpus.max()))
-        return j.work_samples / self.speed.throughput_sps(j.model, j.local_bsz, shape)
+    def _job_view(self, j: RunJob) -> tuple[Job, float]:
+        """The job as policies see it, and its isolated time (as the simulator defines it)."""
+        iso = isolated_run_s(j.to_job(1.0), self.cluster, self.speed)
+        return j.to_job(iso), iso
 
     def _ckpt_dir(self, job: str) -> Path:
         return self.ckpt_dir / job
@@ -230,7 +235,8 @@ class Controller:
 
     def register(self, j: RunJob, index: int) -> JobState:
         """A job's in-memory state (the batch's jobs at setup; online, each submission)."""
-        js = self.states[j.name] = JobState(j.to_job(self._isolated_s(j)), index, self._isolated_s(j))
+        job, iso = self._job_view(j)
+        js = self.states[j.name] = JobState(job, index, iso)
         self.losses[j.name] = []
         self.loss_first[j.name] = self.loss_last[j.name] = None
         self.counters[j.name] = {"resizes": 0, "completions": 0, "last_workers": 0, "infra_faults": 0}
@@ -242,7 +248,7 @@ class Controller:
         # the clock goes on from the latest time anything was journaled (not only the last
         # decision), so nothing recovered ends before it began
         self._offset = max(float(meta.get("clock_s", 0.0)), self.journal.last_time_s())
-        self._t0 = time.monotonic()
+        self._t0 = self.clock()
         t = self.now()
         stale = self.journal.attempts(open_only=True)
         if stale:
@@ -347,8 +353,11 @@ class Controller:
                 if self.commands is not None and apply_commands(self, self.commands.drain(), now):
                     next_b = now  # a submission or a release is decided on at once, not at the next slot
                 if now >= next_b:
+                    self.wake_s = None
                     self._boundary(now)
                     next_b = (math.floor(self.now() / slot + 1e-9) + 1) * slot
+                    if self.wake_s is not None:  # the slot boundary at or after the policy's wake-up
+                        next_b = max(self.now(), min(next_b, math.ceil(self.wake_s / slot - 1e-9) * slot))
                 if self.on_tick is not None:
                     self.on_tick(self)
         except (KeyboardInterrupt, Interrupted) as e:
@@ -416,6 +425,7 @@ class Controller:
                     self.journal.update_job(js.job_id, status="rejected", reason=reason)
                     self.journal.event(t, js.job_id, "rejected", reason)
                     self.notify(f"{js.job_id}: rejected: {reason}")
+                    self.ended(js)
         # measurements so far of running attempts count too (they are the freshest)
         running = {}
         for att in self.live.values():
@@ -440,8 +450,11 @@ class Controller:
         backing_off = any(js.status == "active" and self.retry_at.get(js.job_id, 0.0) > t
                           for js in self.states.values())
         if (self.commands is None and not new and not self.live and not backing_off
-                and not any(js.status == "pending"
-                                                                     for js in self.states.values())):
+                and not any(js.status == "pending" for js in self.states.values())):
+            wake = self.policy.wakeup_s(t, self.cfg.slot_s)
+            if wake is not None and wake > t:
+                self.wake_s = wake  # the policy acts later (a plan that starts then): not stalled
+                return
             self.stalled = True  # nothing runs and nothing can change: the rest wait forever
             for js in active:
                 js.status = "waiting"
@@ -531,7 +544,7 @@ class Controller:
         aid = self.journal.start_attempt(js.job_id, p, servers=shape[1], max_per_server=shape[2], local_bsz=j.local_bsz,
                                          model=j.model, started_s=t, start_samples=start_samples, predicted_step_s=pred,
                                          informed=j.model in self.fitted)
-        att = Attempt(aid, j, p, t, pred, start_samples, samples=start_samples,
+        att = Attempt(aid, j, p, t, pred, start_samples, samples=start_samples, launched_mono=self.clock(),
                       resume_seq=choice.row["seq"] if choice.row else None)
         js.placement = p
         js.last_start_s = t
@@ -568,7 +581,7 @@ class Controller:
 
     def _stop(self, att: Attempt) -> None:
         att.state = "stopping"
-        att.stop_sent_at = time.monotonic()
+        att.stop_sent_at = self.clock()
         self.launcher.stop(att)
 
     def _wait_stopped(self) -> None:
@@ -583,7 +596,7 @@ class Controller:
             att = self.live.get(aid)
             if att is not None:
                 self._on_event(att, rank, ev)
-        now = time.monotonic()
+        now = self.clock()
         for att in list(self.live.values()):
             if (att.state == "stopping" and not att.kill_sent and att.stop_sent_at is not None
                     and now - att.stop_sent_at > self.cfg.stop_timeout_s):
@@ -606,7 +619,7 @@ class Controller:
                     self.journal.update_attempt(att.id, host=att.host)
             if rank == 0:  # it resumed where the journal said (the worker checked): start_samples stands
                 att.step = int(ev.get("step", 0))
-                self.startup_s.append(time.monotonic() - att.launched_mono)
+                self.startup_s.append(self.clock() - att.launched_mono)
         elif kind == "progress":
             att.samples = float(ev["samples"])
             att.step = int(ev["step"])
@@ -666,7 +679,7 @@ class Controller:
         att.kill_sent = True
         att.state = "stopping" if att.state == "running" else att.state
         if att.stop_sent_at is None:
-            att.stop_sent_at = time.monotonic()
+            att.stop_sent_at = self.clock()
         self.launcher.kill(att)
 
     def _measurement(self, att: Attempt) -> Measurement | None:
@@ -681,7 +694,7 @@ class Controller:
         jid = att.job.name
         js = self.states[jid]
         if att.state == "stopping" and att.stop_sent_at is not None and att.ended_hint == "stopped":
-            self.stop_s.append(time.monotonic() - att.stop_sent_at)
+            self.stop_s.append(self.clock() - att.stop_sent_at)
         att.state = "ended"
         self.live.pop(att.id, None)
         if self.by_job.get(jid) is att:
@@ -713,6 +726,7 @@ class Controller:
                                     attained_gpu_s=js.attained_gpu_s)
             self.journal.event(t, jid, "failed", end.error)
             self.notify(f"{jid}: failed: {end.error}")
+            self.ended(js)
         elif end.outcome == "stopped":
             self.consecutive_faults[jid] = 0
             js.done_samples = js.ckpt_samples = float(att.samples)
@@ -740,6 +754,7 @@ class Controller:
             js.finish_s = t
             self.journal.update_job(jid, status="failed", reason=js.reason, finish_s=t)
             self.notify(f"{jid}: failed: {js.reason}")
+            self.ended(js)
         else:
             wait = faults.backoff_s(n)
             self.retry_at[jid] = t + wait
@@ -750,8 +765,14 @@ class Controller:
                                 attained_gpu_s=js.attained_gpu_s)
         self.journal.event(t, jid, "infra" if end.fault == "infra" else "crash", end.error or "")
 
+    def ended(self, js: JobState) -> None:
+        """The job left for good: the policy's scratch state for it is released."""
+        js.extra.clear()
+        self.policy.on_finish(js.job_id)
+
     def _mark_completed(self, js: JobState, t: float, note: str = "") -> None:
         jid = js.job_id
+        self.ended(js)
         js.status = "completed"
         js.finish_s = t
         js.done_samples = float(js.job.work_samples)

@@ -124,6 +124,7 @@ def _cancel(ctl: "Controller", cmd: Command, t: float) -> bool:
     js.finish_s = t
     _set_status(ctl, js, "cancelled", "cancelled by user", t, "cancel", finish_s=t)
     _stop_running(ctl, js.job_id)
+    ctl.ended(js)
     return False
 
 

@@ -81,9 +81,9 @@ class SjfBco(Policy):
     def _key(self, js, nodes):
         """(size, arrival, index); a waiting job's size only changes when its progress does."""
         c = js.extra.get(_KEY)
-        if c is None or c[0] is not self or c[1] != js.done_samples:
+        if c is None or c[0] is not self or c[1] != js.done_samples or c[3] != nodes.speed_version:
             size = js.remaining_at(nodes.now_s) / nodes.throughput_sps(js, self.demand(js))
-            c = js.extra[_KEY] = (self, js.done_samples, (size,) + arrival_key(js))
+            c = js.extra[_KEY] = (self, js.done_samples, (size,) + arrival_key(js), nodes.speed_version)
         return c[2]
 
     @staticmethod

@@ -203,6 +203,11 @@ class Simulator:
         # samples at the job's own batch per second: throughput x statistical efficiency
         return self.speed.progress_sps(js.job, js.done_samples, placement, inter_Bps)
 
+    def _ended(self, js: JobState) -> None:
+        """The job left for good: the policy's scratch state for it is released."""
+        js.extra.clear()
+        self.policy.on_finish(js.job_id)
+
     def _release(self, placement: Placement) -> None:
         used = self.used
         for s in placement:
@@ -288,9 +293,10 @@ class Simulator:
             js.version += 1
             js.status = "completed"
             js.finish_s = t
-            js.extra["stopped_early"] = True
+            js.stopped_early = True
             del self.active[js.job_id]
             self.finished += 1
+            self._ended(js)
         if stop and self.cfg.contention:
             self._rerate(t)
         return bool(stop)
@@ -333,6 +339,7 @@ class Simulator:
         js.finish_s = c
         del self.active[js.job_id]
         self.finished += 1
+        self._ended(js)
         if self.cfg.contention:
             self._rerate(c)
 
@@ -436,6 +443,7 @@ class Simulator:
             else:
                 js.status, js.reason = "rejected", reason
                 self.finished += 1
+                self._ended(js)
             arrived = True
         return nxt, arrived
 

@@ -44,7 +44,7 @@ from ringsched.perfmodel.ring import RingParams
 from ringsched.perfmodel.speed import Placement, SpeedModel
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.job import Job
-from ringsched.simulator.engine import PolicyError
+from ringsched.loop import PolicyError
 from ringsched.simulator.metrics import isolated_run_s
 
 STATE_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS)

@@ -38,7 +38,6 @@ class StepLauncher:
         self.pending: list = []
         self.starts: list[tuple[float, str, tuple]] = []  # (clock, job, placement) of every start
         self.violations: list[str] = []
-        self.polled = False
 
     def clock(self) -> float:
         return self.t
@@ -71,9 +70,7 @@ class StepLauncher:
             self.runs[attempt.id].killed = True
 
     def poll(self, timeout_s: float) -> list:
-        if self.polled:  # (the first poll returns at once: the first decision is at clock 0, as in the simulator)
-            self.t += self.tick_s
-        self.polled = True
+        self.t += self.tick_s
         out, self.pending = self.pending, []
         for aid, run in list(self.runs.items()):
             out += self._advance(aid, run)

@@ -22,8 +22,8 @@ from ringsched.perfmodel.speed import SpeedModel
 from ringsched.policies import make_policy
 from ringsched.policies.base import JobState, Nodes
 from ringsched.policies.registry import policy_names
+from ringsched.loop import isolated_run_s
 from ringsched.simulator import SimConfig, Simulator
-from ringsched.simulator.metrics import isolated_run_s
 from step_launcher import StepLauncher
 
 JOBS = """

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from ringsched.backends.controller import Attempt, Launcher
+from ringsched.backends.launcher import Attempt, Launcher
 from ringsched.backends.faults import LAUNCH_FAILED
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError

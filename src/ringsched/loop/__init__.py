@@ -2,7 +2,7 @@
 
 from ringsched.loop.decision import DecisionLoop, StopRule
 from ringsched.loop.validate import PolicyError, validated_changes
-from ringsched.loop.world import Change, Roster, World, waiting_reason
+from ringsched.loop.world import Change, Roster, World, isolated_run_s, waiting_reason
 
-__all__ = ["Change", "DecisionLoop", "PolicyError", "Roster", "StopRule", "World", "validated_changes",
-           "waiting_reason"]
+__all__ = ["Change", "DecisionLoop", "PolicyError", "Roster", "StopRule", "World", "isolated_run_s",
+           "validated_changes", "waiting_reason"]

@@ -14,7 +14,7 @@ import numpy as np
 
 from ringsched.cluster.model import Cluster
 from ringsched.job import Job
-from ringsched.perfmodel.speed import Placement, SpeedModel
+from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
 from ringsched.policies.base import JobState, Nodes, Policy
 
 Change = tuple[str, Placement, Placement]  # (job, old placement, new placement)
@@ -43,6 +43,17 @@ class Roster:
     def leave(self, js: JobState) -> None:
         """The job leaves the view for a while (held by its user); it may be admitted again."""
         self.active.pop(js.job_id, None)
+
+
+def isolated_run_s(job, cluster, speed: SpeedModel) -> float:
+    """The job's fastest run alone on the empty cluster: the minimum over every worker count
+    it may take (min_workers..max_workers, at most the cluster's GPUs) of its work over its
+    consolidated throughput (Themis' isolated time). Written once, for both worlds."""
+    gps = int(cluster.gpus.max())
+    hi = min(job.max_workers, cluster.total_gpus)
+    lo = min(job.min_workers, hi)
+    best = max(speed.throughput_sps(job.model, job.local_bsz, consolidated_shape(w, gps)) for w in range(lo, hi + 1))
+    return job.work_samples / best
 
 
 def waiting_reason(js: JobState, policy_name: str, *, interrupted: bool = False, stalled: bool = False,

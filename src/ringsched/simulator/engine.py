@@ -39,11 +39,10 @@ from ringsched.cluster.model import Cluster
 from ringsched.job import Job
 from ringsched.utility.energy import EnergyModel
 from ringsched.perfmodel.speed import Placement, SpeedModel
-from ringsched.loop import Change, DecisionLoop, PolicyError, Roster, waiting_reason
+from ringsched.loop import Change, DecisionLoop, Roster, isolated_run_s, waiting_reason
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.contention import fair_shares
 from ringsched.simulator.estimates import Estimates, estimates_from_text, reestimate
-from ringsched.simulator.metrics import isolated_run_s
 from ringsched.simulator.result import SimResult, build_result
 
 

@@ -152,3 +152,21 @@ def test_after_a_refit_a_policy_plans_as_a_fresh_one(spec):
     fresh = make_policy(spec).optimize(jobs, nodes(), {})
     assert after == fresh
     assert after != before
+
+
+def test_a_refit_is_a_reason_to_decide_again(run_jobs, tmp_path):
+    """One job alone, ten times slower than the prior: once its steps are measured the model
+    is refitted and the policy asked again, before anything else happens. Mutant caught: the
+    real world's ``advance`` not counting a new speed version as a change (one decision only)."""
+    cluster = load_cluster("1x1")
+    true_speed = prior_speed(cluster)
+    true_speed.set_params("ncf", SLOW)
+    launcher = StepLauncher(cluster, true_speed)
+    policy, calls = recording(make_policy("srtf"))
+    job = [j for j in run_jobs if j.name == "d"][0]
+    ctl = Controller([replace(job, arrival_s=0.0)], cluster, "1x1", policy, launcher, Journal(tmp_path / "s"),
+                     RunConfig(slot_s=2.0), clock=launcher.clock)
+    summary = ctl.run()
+    decisions = [c for c in calls if c[0] != "finish"]
+    assert summary["completed"] == 1 and len(launcher.starts) == 1
+    assert len(decisions) >= 2 and decisions[1][0] < summary["jobs"][0]["jct_s"]

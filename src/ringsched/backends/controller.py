@@ -321,16 +321,6 @@ class Controller:
                 self.notify(f"{jid}: preempted")
         self._changed = False  # what ended meanwhile was this decision's own doing
 
-    def stop_early(self, jobs: list[JobState], t: float) -> None:
-        """Complete these jobs now (a stop rule): their workers checkpoint and stop first."""
-        for js in jobs:
-            self.stop_job(js.job_id)
-        self._wait_stopped()
-        for js in jobs:
-            if js.status == "active":
-                js.stopped_early = True
-                self.mark_completed(js, self.now(), note="stopped early")
-
     # ------------------------------------------------------------------ progress and launches
     def _materialize(self, js: JobState, t: float) -> None:
         """Fold measured progress up to ``t`` into ``js`` (as the simulator's ``_materialize``)."""

@@ -122,7 +122,8 @@ class World(Protocol):
         """Carry out a validated decision: stop, move and start jobs."""
 
     def stop_early(self, jobs: list[JobState], t: float) -> None:
-        """Complete these jobs now (the stop rule said they are done)."""
+        """Complete these jobs now (the stop rule said they are done). Called only in a loop
+        with a stop rule (the simulator's objectives); a world run without one needs none."""
 
     def advance(self, t: float, until_s: float, *, stop_at_first: bool = True) -> tuple[float, bool]:
         """Let time pass from ``t`` to ``until_s``, or to the first event that asks for a

@@ -70,10 +70,10 @@ def _on_fault(ctl: "Controller", att: Attempt, end: faults.Ending, t: float) -> 
         wait = faults.backoff_s(n)
         ctl.retry_at[jid] = t + wait
         ctl.notify(f"{jid}: {end.fault} fault ({end.error}); retried in {wait:g} s from its checkpoint "
-                    f"at {int(ck_samples)} samples")
+                   f"at {int(ck_samples)} samples")
     ctl.journal.update_job(jid, failures=js.failures, infra_faults=infra, lost_samples=js.lost_samples,
-                            done_samples=js.done_samples, ckpt_samples=js.ckpt_samples,
-                            attained_gpu_s=js.attained_gpu_s)
+                           done_samples=js.done_samples, ckpt_samples=js.ckpt_samples,
+                           attained_gpu_s=js.attained_gpu_s)
     ctl.journal.event(t, jid, "infra" if end.fault == "infra" else "crash", end.error or "")
 
 
@@ -85,8 +85,8 @@ def mark_completed(ctl: "Controller", js: JobState, t: float, note: str = "") ->
     ctl.roster.end(js)
     ctl.counters[jid]["completions"] += 1
     ctl.journal.update_job(jid, status="completed", finish_s=t, done_samples=js.done_samples,
-                            attained_gpu_s=js.attained_gpu_s, completions=ctl.counters[jid]["completions"])
+                           attained_gpu_s=js.attained_gpu_s, completions=ctl.counters[jid]["completions"])
     ctl.journal.event(t, jid, "completed", note)
     ctl.notify(f"{jid}: completed" + (f" ({note})" if note else "")
-                + (f", loss {ctl.loss_first[jid]:.3g} -> {ctl.loss_last[jid]:.3g}"
-                   if ctl.loss_first[jid] is not None and ctl.loss_last[jid] is not None else ""))
+               + (f", loss {ctl.loss_first[jid]:.3g} -> {ctl.loss_last[jid]:.3g}"
+                  if ctl.loss_first[jid] is not None and ctl.loss_last[jid] is not None else ""))

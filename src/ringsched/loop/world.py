@@ -28,13 +28,18 @@ class Roster:
         self.policy = policy
         self.active: dict[str, JobState] = {}
         self.finished = 0
+        self._ended: set[str] = set()
 
     def admit(self, js: JobState) -> None:
         js.status = "active"
         self.active[js.job_id] = js
 
     def end(self, js: JobState) -> None:
-        """The job left for good (its status says how): out of the view, scratch released."""
+        """The job left for good (its status says how): out of the view, scratch released,
+        once (a cancelled job whose workers finished its work while stopping ends again)."""
+        if js.job_id in self._ended:
+            return
+        self._ended.add(js.job_id)
         self.active.pop(js.job_id, None)
         self.finished += 1
         js.extra.clear()

@@ -369,11 +369,12 @@ def test_simulate_json_has_the_summary_fields_issue_3_names(cli):
 def test_stall_guard_ends_a_run_whose_time_stops_advancing(monkeypatch):
     """A world that keeps asking for a decision at the same simulated time ends with
     ``stalled_at_s`` set and every job kept, instead of looping forever.
-    Mutant caught: the guard removed from Simulator.run (the alarm fails the test)."""
+    Mutant caught: the guard removed from DecisionLoop.run (the alarm fails the test)."""
     import signal
 
     from ringsched.cluster.model import parse_spec
     from ringsched.policies.registry import make_policy
+    from ringsched.loop import DecisionLoop
     from ringsched.simulator.engine import Simulator
     from ringsched.traces import load_trace
     from ringsched.traces.convert import to_jobs
@@ -381,8 +382,8 @@ def test_stall_guard_ends_a_run_whose_time_stops_advancing(monkeypatch):
     cluster = parse_spec("1x2")
     jobs = to_jobs(load_trace("synthetic:5", seed=0), cluster, seed=0)
     sim = Simulator(jobs, cluster, make_policy("fifo"))
-    monkeypatch.setattr(Simulator, "stall_limit", 50)
-    monkeypatch.setattr(sim, "_next_decision", lambda t, nxt: t)  # time never moves on
+    monkeypatch.setattr(DecisionLoop, "stall_limit", 50)
+    monkeypatch.setattr(sim.loop, "next_decision", lambda t: t)  # time never moves on
 
     def hang(*_):
         raise AssertionError("the stall guard did not stop the run")

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringsched.backends import channel
-from ringsched.backends.controller import Attempt, Launcher, LauncherError
+from ringsched.backends.launcher import Attempt, Launcher, LauncherError
 from ringsched.backends.faults import CHANNEL_LOST, ZYGOTE_LOST
 from ringsched.backends.worker import PREFIX
 

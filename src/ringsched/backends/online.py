@@ -103,12 +103,6 @@ def _submit(ctl: "Controller", cmd: Command, t: float) -> bool:
     return True
 
 
-def _stop_running(ctl: "Controller", job_id: str) -> None:
-    att = ctl.by_job.get(job_id)
-    if att is not None and att.state == "running":
-        ctl._stop(att)  # rank 0 checkpoints; the attempt ends "stopped"
-
-
 def _set_status(ctl: "Controller", js, status: str, reason: str, t: float, verb: str, **journal) -> None:
     """Record a user's command on a job: its state, the journal row and event, a notice."""
     js.status, js.reason = status, reason
@@ -123,7 +117,8 @@ def _cancel(ctl: "Controller", cmd: Command, t: float) -> bool:
         return False
     js.finish_s = t
     _set_status(ctl, js, "cancelled", "cancelled by user", t, "cancel", finish_s=t)
-    _stop_running(ctl, js.job_id)
+    ctl.stop_job(js.job_id)
+    ctl.roster.end(js)
     return False
 
 
@@ -132,7 +127,8 @@ def _hold(ctl: "Controller", cmd: Command, t: float) -> bool:
     if js is None or js.status in TERMINAL or js.status == "held":
         return False
     _set_status(ctl, js, "held", "held by user", t, "hold")
-    _stop_running(ctl, js.job_id)
+    ctl.stop_job(js.job_id)
+    ctl.roster.leave(js)
     return False
 
 

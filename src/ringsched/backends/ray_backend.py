@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from ringsched.backends.controller import Attempt, Launcher, LauncherError
+from ringsched.backends.launcher import Attempt, Launcher, LauncherError
 from ringsched.backends.faults import LAUNCH_FAILED
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError

@@ -41,7 +41,7 @@ class JobState:
     __slots__ = ("job", "job_id", "index", "placement", "done_samples", "mark_s", "rate_sps", "run_from_s",
                  "attained_gpu_s", "first_start_s", "last_start_s", "last_stop_s", "preemptions",
                  "restarts", "failures", "finish_s", "status", "reason", "ckpt_samples",
-                 "ckpt_anchor_s", "version", "isolated_s", "lost_samples", "extra")
+                 "ckpt_anchor_s", "version", "isolated_s", "lost_samples", "stopped_early", "extra")
 
     def __init__(self, job: Job, index: int, isolated_s: float):
         self.job = job
@@ -67,7 +67,10 @@ class JobState:
         self.version = 0
         self.isolated_s = isolated_s  # fastest run alone on the empty cluster, of the work shown (Themis' rho)
         self.lost_samples = 0.0
-        self.extra: dict = {}  # scratch space a policy may keep per job (e.g. Tiresias' queue)
+        self.stopped_early = False  # completed by the world's stop rule (objectives' convergence)
+        # scratch space a policy may keep per job (e.g. Tiresias' queue); the caller empties it
+        # when the job ends (with ``Policy.on_finish``), so nothing a policy cached outlives it
+        self.extra: dict = {}
 
     @property
     def workers(self) -> int:
@@ -89,8 +92,9 @@ class JobState:
 
 @dataclass
 class Nodes:
-    """The cluster as a policy sees it at a decision: capacity in service now, the clock, and
-    the speed model the policy may plan with."""
+    """The cluster as a policy sees it at a decision: capacity in service now, the clock, the
+    slot length, and the speed model the policy may plan with (and its version: a policy that
+    caches speeds keys them on ``speed_version``, which changes when the model is refitted)."""
 
     cluster: Cluster
     up: np.ndarray  # bool per server: in service (not failed)
@@ -98,6 +102,11 @@ class Nodes:
     slot_s: float
     speed: SpeedModel
     restart_s: float = 30.0  # what a placement change costs in this world (checkpoint, stop, restart)
+
+    @property
+    def speed_version(self) -> int:
+        """The speed model's version: it changes whenever its parameters do (an online refit)."""
+        return self.speed.version
 
     @property
     def capacity(self) -> np.ndarray:
@@ -161,6 +170,10 @@ class Policy(ABC):
         """When nothing runs and nothing happens, the caller stops unless the policy names a
         later time at which it will act (e.g. a plan that starts then). Default: none."""
         return None
+
+    def on_finish(self, job_id: str) -> None:
+        """The job left for good (completed, failed, cancelled, rejected): release whatever the
+        policy keeps for it. Its ``JobState.extra`` is emptied by the caller. Default: nothing."""
 
     def on_reestimate(self, job_id: str) -> None:
         """The job outlived its estimate and now carries a new one (``js.job.work_samples``);

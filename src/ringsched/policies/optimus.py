@@ -37,7 +37,7 @@ class Optimus(Policy):
     rigid = False
 
     def __init__(self):
-        self._speed = None
+        self._speed, self._speed_version = None, -1  # the model (and its version) of the tables
         self._inv: dict[tuple[str, int], list[float]] = {}  # 1 / throughput at w workers
 
     def optimize(self, jobs, nodes, previous_allocations):
@@ -78,8 +78,8 @@ class Optimus(Policy):
         """Add one worker at a time to the job with the largest gain (a max-heap; a job keeps
         taking workers without heap operations while its gain still beats the best other)."""
         now, gps = nodes.now_s, nodes.gpus_per_server
-        if self._speed is not nodes.speed:
-            self._speed, self._inv = nodes.speed, {}
+        if self._speed is not nodes.speed or self._speed_version != nodes.speed_version:
+            self._speed, self._speed_version, self._inv = nodes.speed, nodes.speed_version, {}  # refitted: stale
         heap, tables = [], self._inv
         for js in growing:
             j = js.job

@@ -36,7 +36,7 @@ from ringsched.policies.base import Policy
 from ringsched.policies.common import priority_first, take_all, take_placement
 from ringsched.policies.registry import register
 
-_KEY = "sjf_bco_key"  # (policy, done_samples, (size, arrival, index)) cached in js.extra
+_KEY = "sjf_bco_key"  # (policy, done_samples, (-priority, size, arrival, index), speed version) in js.extra
 
 
 @register
@@ -81,9 +81,10 @@ class SjfBco(Policy):
     def _key(self, js, nodes):
         """(-priority, size, arrival, index); a waiting job's size only changes when its progress does."""
         c = js.extra.get(_KEY)
-        if c is None or c[0] is not self or c[1] != js.done_samples:
+        if c is None or c[0] is not self or c[1] != js.done_samples or c[3] != nodes.speed_version:
             size = js.remaining_at(nodes.now_s) / nodes.throughput_sps(js, self.demand(js))
-            c = js.extra[_KEY] = (self, js.done_samples, priority_first(js, (size, js.job.arrival_s, js.index)))
+            c = js.extra[_KEY] = (self, js.done_samples, priority_first(js, (size, js.job.arrival_s, js.index)),
+                                  nodes.speed_version)
         return c[2]
 
     @staticmethod

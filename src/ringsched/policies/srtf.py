@@ -51,11 +51,14 @@ class Srtf(Policy):
     def optimize(self, jobs, nodes, previous_allocations):
         now = nodes.now_s
 
+        version = nodes.speed_version
+
         def remaining_s(js):
-            rate = js.extra.get("srtf_rate")  # throughput at the requested size never changes
-            if rate is None:
-                rate = js.extra["srtf_rate"] = nodes.throughput_sps(js, self.demand(js))
-            return js.remaining_at(now) / rate
+            # throughput at the requested size changes only when the speed model is refitted
+            c = js.extra.get("srtf_rate")
+            if c is None or c[0] != version:
+                c = js.extra["srtf_rate"] = (version, nodes.throughput_sps(js, self.demand(js)))
+            return js.remaining_at(now) / c[1]
 
         order = sorted(jobs, key=lambda js: priority_first(js, (remaining_s(js), js.job.arrival_s, js.index)))
         out = allocate_in_order_fast([(js, self.demand(js)) for js in order], nodes, previous_allocations)

@@ -5,7 +5,9 @@ its one ``optimize`` method) the placement of every active job; inside a slot jo
 at the speed the performance model gives their placement, and a job that finishes inside a
 slot finishes at its exact time (its GPUs are reused from the next boundary on).
 
-Why it is fast: progress is stored lazily per job (``JobState``), completions sit in a heap,
+The loop that decides when the policy is asked, admits jobs and checks answers is
+``ringsched.loop.DecisionLoop``, shared with real execution; ``Simulator`` is its simulated
+world. Why it is fast: progress is stored lazily per job (``JobState``), completions sit in a heap,
 and when nothing can change the simulator jumps straight to the next boundary at which
 something happens (an arrival, a completion, a failure or repair) instead of stepping
 through idle slots. Policies marked ``periodic`` are asked at every boundary while jobs are
@@ -30,7 +32,6 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
@@ -38,11 +39,10 @@ from ringsched.cluster.model import Cluster
 from ringsched.job import Job
 from ringsched.utility.energy import EnergyModel
 from ringsched.perfmodel.speed import Placement, SpeedModel
+from ringsched.loop import Change, DecisionLoop, Roster, isolated_run_s, waiting_reason
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.contention import fair_shares
-from ringsched.simulator.validate import PolicyError, validated_changes
 from ringsched.simulator.estimates import Estimates, estimates_from_text, reestimate
-from ringsched.simulator.metrics import isolated_run_s
 from ringsched.simulator.result import SimResult, build_result
 
 
@@ -87,13 +87,11 @@ ProgressFn = Callable[[float, int, int], None]
 
 
 class Simulator:
-    """One simulation of ``jobs`` on ``cluster`` under ``policy``. Call ``run()`` once.
+    """One simulation of ``jobs`` on ``cluster`` under ``policy``: the simulated ``World`` of a
+    ``DecisionLoop``. Call ``run()`` once.
 
-    The stall guard: more than ``stall_limit`` consecutive steps of the main loop at one
-    simulated time (a policy or event that keeps asking for a decision now) end the run;
-    ``stalled_at_s`` says when, and every job is kept as it stood (docs/metrics.md)."""
-
-    stall_limit = 10_000
+    The loop's stall guard (``DecisionLoop.stall_limit``) ends a run whose simulated time stops
+    advancing; ``stalled_at_s`` says when, and every job is kept as it stood (docs/metrics.md)."""
 
     def __init__(self, jobs: Sequence[Job], cluster: Cluster, policy: Policy,
                  config: SimConfig | None = None, *, progress: ProgressFn | None = None,
@@ -120,47 +118,45 @@ class Simulator:
         self.up = np.ones(n, dtype=bool)
         self.used = np.zeros(n, dtype=np.int64)
         self.busy = 0  # GPUs in use (= used.sum())
-        self.active: dict[str, JobState] = {}  # in arrival order
-        self._active_view = self.active.values()
+        self.roster = Roster(policy)
+        self.active = self.roster.active  # in arrival order
         self.alloc: dict[str, Placement] = {}
+        self.loop = DecisionLoop(self, policy, slot_s=self.cfg.slot_s, decide_at_events=self.cfg.decide_at_events,
+                                 horizon_s=self.cfg.horizon_s, stop_rule=self.cfg.stop_rule)
+        self._next = 0  # next arrival (index into states)
         self._done_heap: list[tuple[float, int, int]] = []
         self._fail_heap: list[tuple[float, int, str]] = []
         self._rng = np.random.default_rng(self.cfg.seed)
         self._last_acc_s = 0.0
+        self._last_report = 0.0
         self.last_busy_s: float | None = None  # the last time any GPU was held
         self.busy_gpu_s = 0.0
         self.powered_server_s = 0.0
         self.powered_gpu_s = 0.0
-        self.decisions = 0
-        self.decision_wall_s = 0.0
         self.timeline: list[tuple] = []
         self.changes: list[tuple] = []
-        self.finished = 0
         self.interrupted = False
-        self.stalled_at_s: float | None = None  # set when simulated time stopped advancing
         self.server_failures = 0
+
+    @property
+    def finished(self) -> int:
+        return self.roster.finished
+
+    @property
+    def decisions(self) -> int:
+        return self.loop.decisions
+
+    @property
+    def decision_wall_s(self) -> float:
+        return self.loop.decision_wall_s
+
+    @property
+    def stalled_at_s(self) -> float | None:
+        return self.loop.stalled_at_s
 
     # ---------------------------------------------------------------- helpers
     def _isolated_s(self, job: Job) -> float:
         return isolated_run_s(job, self.cluster, self.speed)
-
-    def _boundary_after(self, t: float) -> float:
-        """The first slot boundary >= t."""
-        s = self.cfg.slot_s
-        return math.ceil(t / s - 1e-12) * s
-
-    def _boundary_past(self, t: float) -> float:
-        """The first slot boundary > t."""
-        s = self.cfg.slot_s
-        return (math.floor(t / s + 1e-12) + 1) * s
-
-    def _decision_at(self, t: float, x: float) -> float:
-        """When the engine next decides, now ``t``, for something that happens at ``x``: at
-        ``x`` itself when deciding at events, else at the first boundary at or after it (and at
-        least a slot after ``t``)."""
-        if self.cfg.decide_at_events:
-            return max(x, t)
-        return max(t + self.cfg.slot_s, self._boundary_after(x))
 
     def _accumulate(self, t: float) -> None:
         dt = t - self._last_acc_s
@@ -215,18 +211,60 @@ class Simulator:
             used[s] += 1
         self.busy += len(placement)
 
-    # ---------------------------------------------------------------- decisions
-    def _decide(self, t: float) -> None:
-        nodes = Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed, self.cfg.restart_s)
-        w0 = time.perf_counter()
-        new = self.policy.optimize(self._active_view, nodes, MappingProxyType(self.alloc))
-        self.decision_wall_s += time.perf_counter() - w0
-        self.decisions += 1
-        new = {jid: p if type(p) is tuple else tuple(p) for jid, p in new.items()}
-        self._apply(validated_changes(self.policy.name, new, self.alloc, self.active, self.used, self.up,
-                                      self.cluster.gpus, t), t)
+    # ---------------------------------------------------------------- the World the loop sees
+    def workload(self) -> list[Job]:
+        return [js.job for js in self.states]
 
-    def _apply(self, changes: list[tuple[str, Placement, Placement]], t: float) -> None:
+    def nodes(self, t: float) -> Nodes:
+        return Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed, self.cfg.restart_s)
+
+    def servers_up(self):
+        return self.up
+
+    def gpus_used(self):
+        return self.used
+
+    def view(self):
+        return self.active
+
+    def fold(self, jobs, t: float) -> None:
+        """Progress is lazy here: a job state reads exactly at any time."""
+
+    def arrivals(self, t: float) -> list[JobState]:
+        states, nxt = self.states, self._next
+        while nxt < len(states) and states[nxt].job.arrival_s <= t:
+            nxt += 1
+        out, self._next = states[self._next:nxt], nxt
+        return out
+
+    def admitted(self, js: JobState, t: float) -> None:
+        pass  # (nothing to record: the per-job table is built from the job states at the end)
+
+    def rejected(self, js: JobState, t: float) -> None:
+        pass
+
+    def next_arrival_s(self) -> float | None:
+        return self.states[self._next].job.arrival_s if self._next < len(self.states) else None
+
+    def pending(self) -> bool:
+        return self._next < len(self.states)
+
+    def idle(self) -> bool:
+        return not self.alloc and self._next >= len(self.states) and bool(self.up.all())
+
+    def next_event_s(self) -> float | None:
+        ev = self._next_event()
+        return None if ev is None else ev[0]
+
+    def record(self, t: float) -> None:
+        self.timeline.append((t, self.busy, len(self.alloc), len(self.active) - len(self.alloc), int(self.up.sum())))
+        if self.progress is not None:
+            w = time.perf_counter()
+            if w - self._last_report > 0.1:
+                self._last_report = w
+                self.progress(t, self.finished, len(self.states))
+
+    def apply(self, changes: list[Change], t: float) -> None:
         for _, old, _p in changes:  # free first, so moves between servers never over-count
             if old:
                 self._release(old)
@@ -273,11 +311,9 @@ class Simulator:
                 js.rate_sps = rate
                 self._push_completion(js)
 
-    def _stop_early(self, t: float) -> bool:
-        """Complete, as of ``t``, every started job the stop rule says is done."""
-        rule = self.cfg.stop_rule
-        stop = [js for js in self.active.values() if js.first_start_s is not None and rule(js, t)]
-        for js in stop:
+    def stop_early(self, jobs: list[JobState], t: float) -> None:
+        """Complete, as of ``t``, the started jobs the stop rule says are done."""
+        for js in jobs:
             self._materialize(js, t)
             if js.placement:
                 self._release(js.placement)
@@ -288,12 +324,10 @@ class Simulator:
             js.version += 1
             js.status = "completed"
             js.finish_s = t
-            js.extra["stopped_early"] = True
-            del self.active[js.job_id]
-            self.finished += 1
-        if stop and self.cfg.contention:
+            js.stopped_early = True
+            self.roster.end(js)
+        if self.cfg.contention:
             self._rerate(t)
-        return bool(stop)
 
     # ---------------------------------------------------------------- events
     def _next_event(self) -> tuple[float, str] | None:
@@ -331,8 +365,7 @@ class Simulator:
         js.rate_sps = 0.0
         js.status = "completed"
         js.finish_s = c
-        del self.active[js.job_id]
-        self.finished += 1
+        self.roster.end(js)
         if self.cfg.contention:
             self._rerate(c)
 
@@ -364,102 +397,11 @@ class Simulator:
         if self.cfg.contention:
             self._rerate(tf)
 
-    # ---------------------------------------------------------------- main loop
-    def run(self) -> SimResult:
-        wall0 = time.perf_counter()
-        states = self.states
-        n_jobs = len(states)
-        horizon = self.cfg.horizon_s if self.cfg.horizon_s is not None else math.inf
-        nxt = 0  # next arrival (index into states)
-        first = states[0].job.arrival_s if states else 0.0
-        t0 = first if self.cfg.decide_at_events else self._boundary_after(first)
-        self._last_acc_s = t0
-        if self.cfg.mtbf_h is not None:
-            for s in range(self.cluster.num_servers):
-                self._fail_heap.append((t0 + self._rng.exponential(self.cfg.mtbf_h * 3600.0), s, "fail"))
-            heapq.heapify(self._fail_heap)
-        self.policy.prepare([js.job for js in states], self.cluster, self.speed)
-        t = t0
-        changed = True
-        last_report = 0.0
-        same_t = 0  # consecutive decisions at one simulated time (the stall guard)
-        try:
-            while t <= horizon:
-                if self.cfg.stop_rule is not None and self.active and self._stop_early(t):
-                    changed = True
-                nxt, admitted = self._admit_arrivals(nxt, t)
-                changed = changed or admitted
-                if self.active and (changed or self.policy.periodic):
-                    self._decide(t)
-                changed = False
-                self.timeline.append((t, self.busy, len(self.alloc),
-                                      len(self.active) - len(self.alloc), int(self.up.sum())))
-                if self.progress is not None:
-                    w = time.perf_counter()
-                    if w - last_report > 0.1:
-                        last_report = w
-                        self.progress(t, self.finished, n_jobs)
-                b = self._next_decision(t, nxt)
-                if b is None:
-                    break  # nothing runs and nothing can happen: the rest wait forever
-                if b > horizon:
-                    self._events_until(t, horizon, nxt, stop_at_first=False)
-                    self._accumulate(horizon)
-                    t = horizon
-                    break
-                b, changed = self._events_until(t, b, nxt)
-                same_t = same_t + 1 if b <= t else 0
-                if same_t > self.stall_limit:
-                    self.stalled_at_s = t
-                    break
-                self._accumulate(b)
-                t = b
-                if not self.active and nxt >= n_jobs:
-                    break  # every job has finished
-        except KeyboardInterrupt:
-            self.interrupted = True
-        return self._finish(t, nxt, horizon, wall0)
-
-    def _admit_arrivals(self, nxt: int, t: float) -> tuple[int, bool]:
-        """Admit (or reject) the jobs that arrived by ``t``; (next arrival, any arrived)."""
-        states, n_jobs = self.states, len(self.states)
-        nodes = None
-        arrived = False
-        while nxt < n_jobs and states[nxt].job.arrival_s <= t:
-            js = states[nxt]
-            nxt += 1
-            nodes = nodes or Nodes(self.cluster, self.up.copy(), t, self.cfg.slot_s, self.speed, self.cfg.restart_s)
-            reason = self.policy.admit(js.job, nodes)
-            if reason is None:
-                js.status = "active"
-                self.active[js.job_id] = js
-            else:
-                js.status, js.reason = "rejected", reason
-                self.finished += 1
-            arrived = True
-        return nxt, arrived
-
-    def _next_decision(self, t: float, nxt: int) -> float | None:
-        """The next time at which something can change (None: nothing ever will)."""
-        cands = []
-        if nxt < len(self.states):
-            cands.append(self._decision_at(t, self.states[nxt].job.arrival_s))
-        if self.active and (self.policy.periodic or (self.cfg.stop_rule is not None and self.alloc)):
-            cands.append(self._boundary_past(t))
-        ev = self._next_event()
-        if ev is not None:
-            cands.append(self._decision_at(t, ev[0]))
-        if not cands or (not self.alloc and nxt >= len(self.states) and self.up.all()):
-            wake = self.policy.wakeup_s(t, self.cfg.slot_s) if self.active else None
-            if wake is None or wake <= t:
-                return None
-            cands.append(self._boundary_after(wake))
-        return min(cands)
-
-    def _events_until(self, t: float, b: float, nxt: int, *, stop_at_first: bool = True) -> tuple[float, bool]:
-        """Process completions, re-estimations, failures and repairs up to ``b``: (the time of
-        the next decision, ``b`` or earlier when an event asks for one; whether any happened).
-        ``stop_at_first=False`` processes every event up to ``b`` (the horizon)."""
+    def advance(self, t: float, until_s: float, *, stop_at_first: bool = True) -> tuple[float, bool]:
+        """Process completions, re-estimations, failures and repairs up to ``until_s``: (the
+        time of the next decision, ``until_s`` or earlier when an event asks for one; whether
+        any happened). ``stop_at_first=False`` processes every event up to ``until_s``."""
+        b = until_s
         ev = self._next_event()
         happened = False
         while ev is not None and ev[0] <= b:
@@ -469,23 +411,39 @@ class Simulator:
             else:
                 self._server_event()
             if stop_at_first:
-                b = min(b, self._decision_at(t, ev[0]))
+                b = min(b, self.loop.decision_at(t, ev[0]))
             ev = self._next_event()
-            if not self.active and nxt >= len(self.states):
+            if not self.active and self._next >= len(self.states):
                 break
+        self._accumulate(b)
         return b, happened
 
-    def _finish(self, end_s: float, nxt: int, horizon: float, wall0: float) -> SimResult:
+    # ---------------------------------------------------------------- the run
+    def run(self) -> SimResult:
+        wall0 = time.perf_counter()
+        states = self.states
+        t0 = self.loop.first_time(states[0].job.arrival_s if states else 0.0)
+        self._last_acc_s = t0
+        if self.cfg.mtbf_h is not None:
+            for s in range(self.cluster.num_servers):
+                self._fail_heap.append((t0 + self._rng.exponential(self.cfg.mtbf_h * 3600.0), s, "fail"))
+            heapq.heapify(self._fail_heap)
+        try:
+            t = self.loop.run(t0)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            t = self.loop.t
+        return self._finish(t, wall0)
+
+    def _finish(self, end_s: float, wall0: float) -> SimResult:
         """Label the jobs left over with why, and build the result."""
+        horizon = self.loop.horizon_s
         for js in self.active.values():
             self._materialize(js, max(end_s, js.mark_s))
             js.status = "waiting"
-            js.reason = ("interrupted" if self.interrupted else
-                         "simulated time stalled" if self.stalled_at_s is not None else
-                         "unfinished at the horizon" if end_s >= horizon else
-                         f"never scheduled by {self.policy.name}" if js.first_start_s is None else
-                         f"stopped and never resumed by {self.policy.name}")
-        for js in self.states[nxt:]:
+            js.reason = waiting_reason(js, self.policy.name, interrupted=self.interrupted,
+                                       stalled=self.stalled_at_s is not None, at_horizon=end_s >= horizon)
+        for js in self.states[self._next:]:
             js.status, js.reason = "waiting", "not yet arrived when the run stopped"
         if self.progress is not None:
             self.progress(end_s, self.finished, len(self.states))

@@ -28,18 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.utility.energy import EnergyModel
-from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
-
-
-def isolated_run_s(job, cluster, speed: SpeedModel) -> float:
-    """The job's fastest run alone on the empty cluster: the minimum over every worker count
-    it may take (min_workers..max_workers, at most the cluster's GPUs) of its work over its
-    consolidated throughput (Themis' isolated time)."""
-    gps = int(cluster.gpus.max())
-    hi = min(job.max_workers, cluster.total_gpus)
-    lo = min(job.min_workers, hi)
-    best = max(speed.throughput_sps(job.model, job.local_bsz, consolidated_shape(w, gps)) for w in range(lo, hi + 1))
-    return job.work_samples / best
+from ringsched.loop.world import isolated_run_s  # noqa: F401 - defined once, for both worlds
 
 
 def jain_index(x: np.ndarray) -> float:

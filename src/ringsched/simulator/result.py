@@ -50,7 +50,7 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
             (js.first_start_s - j.arrival_s) if js.first_start_s is not None else np.nan,
             js.attained_gpu_s, iso, jct / iso if done else np.nan,
             float(j.utility(jct)) if done else 0.0, float(j.utility.max_value),
-            js.preemptions, js.restarts, js.failures, js.lost_samples, bool(js.extra.get("stopped_early", False)),
+            js.preemptions, js.restarts, js.failures, js.lost_samples, js.stopped_early,
         ))
     cols = ["job_id", "tenant", "model", "arrival_s", "requested_gpus", "min_workers", "max_workers",
             "local_bsz", "work_samples", "estimated_work_samples", "reestimates", "done_samples", "status",

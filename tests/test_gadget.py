@@ -585,8 +585,10 @@ def test_late_share_starts_the_chosen_plan_as_late_as_it_still_pays_nearly_as_mu
 
 def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed():
     """With a late plan, lending runs the job early on its plan's placement; commit_early_runs
-    then commits the slots until the plan starts (when the ledger has room), so a new plan
-    cannot land there and move it."""
+    then commits the slots until the plan starts (when the ledger has room and the plan starts
+    within the lending lookahead), so a new plan cannot land there and move it. A plan that
+    starts later keeps its early run lent: committing it would block every later arrival from
+    now until the job is done."""
     c = parse_spec("2x8")
     slow = SigmoidUtility(10.0, 40_000.0, 1e-4)
     j = Job("j0", 0.0, "resnet50", 64, job(0, 0.0, 4, 1800, c).work_samples, 1, 4, slow)
@@ -601,7 +603,11 @@ def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed()
     a, _, pl = g.plans["j0"].segments[0]
     assert a > 0 and out["j0"] == pl  # planned later, running early on lent GPUs
     assert g.ledger.window(0, 1)[0].sum() == 0  # ... which the prices do not see
-    g, out = decide()
+    g, out = decide()  # the plan starts in slot 6, beyond the lending lookahead (4 slots)
+    a, _, pl = g.plans["j0"].segments[0]
+    assert a == 6 and out["j0"] == pl
+    assert g.ledger.window(0, a)[0].sum() == 0  # the early run stays lent: new plans may take it
+    g, out = decide(lend_lookahead=6)  # within the lookahead: committed
     a, _, pl = g.plans["j0"].segments[0]
     assert a == 0 and out["j0"] == pl
     used = g.ledger.window(0, 1)[0][:, 0]
@@ -615,7 +621,7 @@ def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed()
     s = pl[0]
     g.book.commit("jx", Plan([(start - 1, start, (s,) * 8)], 1.0, 1.0, 0.1))  # the slot before the plan: full
     assert start >= 1
-    g.book.commit_early_runs({"j0": pl}, 0, nodes(c))
+    g.book.commit_early_runs({"j0": pl}, 0, nodes(c), 1 << 30)
     assert g.plans["j0"].segments[0][0] == start
 
 

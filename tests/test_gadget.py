@@ -472,7 +472,7 @@ def test_retry_backoff_offers_deferred_jobs_less_often():
         r = Simulator(wl.jobs, wl.cluster, pol, SimConfig(seed=2, decide_at_events=False)).run()
         assert set(r.jobs.status) <= {"completed", "waiting", "rejected"}
         counts[backoff] = Counting.searches + pol.bound_skips  # offers: searched or ruled out by the bound
-    assert counts[4] < 0.8 * counts[0], counts
+    assert counts[4] < 0.9 * counts[0], counts  # (752 -> 632 offers with the dead-last lending order)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -581,6 +581,34 @@ def test_late_share_starts_the_chosen_plan_as_late_as_it_still_pays_nearly_as_mu
     assert Gadget().p.late_share == 0.2  # on by default (docs/theory.md, section 9)
     with pytest.raises(ValueError):
         Gadget(late_share=-1.0)
+
+
+def test_lending_serves_jobs_past_their_utility_horizon_last():
+    """Idle jobs get lent GPUs shortest remaining first, except that a job which could not
+    finish before its utility horizon even alone from now (nothing left to earn) comes after
+    every job that still can: under overload the short jobs die first, and served first they
+    took the lent GPUs from the long jobs that can still earn."""
+    c = parse_spec("1x8")
+    n = nodes(c, now=10_000.0)
+
+    def waiting(i, arrival, seconds, target):
+        u = SigmoidUtility(1.0, target, float(np.log(49.0)) / target)  # horizon (2% left): 2 x target
+        j = Job(f"j{i}", arrival, "resnet50", 64, job(i, arrival, 8, seconds, c).work_samples, 1, 8, u)
+        return JobState(j, i, seconds)
+
+    dead = waiting(0, 0.0, 600, 1800.0)  # horizon at 3,600 s: long past
+    long_alive = waiting(1, 9_000.0, 7_200, 21_600.0)
+    short_alive = waiting(2, 9_900.0, 300, 1800.0)
+    doomed = waiting(3, 7_000.0, 900, 1800.0)  # horizon at 10,600 s: not yet passed, but 900 s of work left
+    g = Gadget()
+    idle = [dead, long_alive, short_alive, doomed]
+    g._ensure(n, idle)
+    order = [idle[i].job_id for i in g.lender._order(idle, n)]
+    assert order == ["j2", "j1", "j0", "j3"]  # shortest first among the living, then the dead
+    n_early = nodes(c, now=0.0)  # at t = 0 all can still earn: plain shortest first
+    g = Gadget()
+    g._ensure(n_early, idle)
+    assert [idle[i].job_id for i in g.lender._order(idle, n_early)] == ["j2", "j0", "j3", "j1"]
 
 
 def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed():

@@ -472,7 +472,7 @@ def test_retry_backoff_offers_deferred_jobs_less_often():
         r = Simulator(wl.jobs, wl.cluster, pol, SimConfig(seed=2, decide_at_events=False)).run()
         assert set(r.jobs.status) <= {"completed", "waiting", "rejected"}
         counts[backoff] = Counting.searches + pol.bound_skips  # offers: searched or ruled out by the bound
-    assert counts[4] < 0.8 * counts[0], counts
+    assert counts[4] < 0.9 * counts[0], counts  # (752 -> 632 offers with the dead-last lending order)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -583,10 +583,40 @@ def test_late_share_starts_the_chosen_plan_as_late_as_it_still_pays_nearly_as_mu
         Gadget(late_share=-1.0)
 
 
+def test_lending_serves_jobs_past_their_utility_horizon_last():
+    """Idle jobs get lent GPUs shortest remaining first, except that a job which could not
+    finish before its utility horizon even alone from now (nothing left to earn) comes after
+    every job that still can: under overload the short jobs die first, and served first they
+    took the lent GPUs from the long jobs that can still earn."""
+    c = parse_spec("1x8")
+    n = nodes(c, now=10_000.0)
+
+    def waiting(i, arrival, seconds, target):
+        u = SigmoidUtility(1.0, target, float(np.log(49.0)) / target)  # horizon (2% left): 2 x target
+        j = Job(f"j{i}", arrival, "resnet50", 64, job(i, arrival, 8, seconds, c).work_samples, 1, 8, u)
+        return JobState(j, i, seconds)
+
+    dead = waiting(0, 0.0, 600, 1800.0)  # horizon at 3,600 s: long past
+    long_alive = waiting(1, 9_000.0, 7_200, 21_600.0)
+    short_alive = waiting(2, 9_900.0, 300, 1800.0)
+    doomed = waiting(3, 7_000.0, 900, 1800.0)  # horizon at 10,600 s: not yet passed, but 900 s of work left
+    g = Gadget()
+    idle = [dead, long_alive, short_alive, doomed]
+    g._ensure(n, idle)
+    order = [idle[i].job_id for i in g.lender._order(idle, n)]
+    assert order == ["j2", "j1", "j0", "j3"]  # shortest first among the living, then the dead
+    n_early = nodes(c, now=0.0)  # at t = 0 all can still earn: plain shortest first
+    g = Gadget()
+    g._ensure(n_early, idle)
+    assert [idle[i].job_id for i in g.lender._order(idle, n_early)] == ["j2", "j0", "j3", "j1"]
+
+
 def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed():
     """With a late plan, lending runs the job early on its plan's placement; commit_early_runs
-    then commits the slots until the plan starts (when the ledger has room), so a new plan
-    cannot land there and move it."""
+    then commits the slots until the plan starts (when the ledger has room and the plan starts
+    within the lending lookahead), so a new plan cannot land there and move it. A plan that
+    starts later keeps its early run lent: committing it would block every later arrival from
+    now until the job is done."""
     c = parse_spec("2x8")
     slow = SigmoidUtility(10.0, 40_000.0, 1e-4)
     j = Job("j0", 0.0, "resnet50", 64, job(0, 0.0, 4, 1800, c).work_samples, 1, 4, slow)
@@ -601,7 +631,11 @@ def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed()
     a, _, pl = g.plans["j0"].segments[0]
     assert a > 0 and out["j0"] == pl  # planned later, running early on lent GPUs
     assert g.ledger.window(0, 1)[0].sum() == 0  # ... which the prices do not see
-    g, out = decide()
+    g, out = decide()  # the plan starts in slot 6, beyond the lending lookahead (4 slots)
+    a, _, pl = g.plans["j0"].segments[0]
+    assert a == 6 and out["j0"] == pl
+    assert g.ledger.window(0, a)[0].sum() == 0  # the early run stays lent: new plans may take it
+    g, out = decide(lend_lookahead=6)  # within the lookahead: committed
     a, _, pl = g.plans["j0"].segments[0]
     assert a == 0 and out["j0"] == pl
     used = g.ledger.window(0, 1)[0][:, 0]
@@ -615,7 +649,7 @@ def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed()
     s = pl[0]
     g.book.commit("jx", Plan([(start - 1, start, (s,) * 8)], 1.0, 1.0, 0.1))  # the slot before the plan: full
     assert start >= 1
-    g.book.commit_early_runs({"j0": pl}, 0, nodes(c))
+    g.book.commit_early_runs({"j0": pl}, 0, nodes(c), 1 << 30)
     assert g.plans["j0"].segments[0][0] == start
 
 

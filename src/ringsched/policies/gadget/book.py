@@ -172,14 +172,18 @@ class CommitmentBook:
             return prev
         return pl
 
-    def commit_early_runs(self, out: dict, slot: int, nodes) -> None:
+    def commit_early_runs(self, out: dict, slot: int, nodes, within: int) -> None:
         """A planned job that runs early on lent GPUs, on its plan's first placement or on one of
         the same shape, gets its first segment moved there and started now when the ledger has
         room for it: the slots until its plan starts are committed too. Lent GPUs are invisible
         to prices, so new plans would otherwise land there and move the job (with late starts, a
         long job restarted dozens of times). A check that failed is not repeated until the
         ledger frees something on the servers it would take or the slot that blocked it has
-        passed (commits only fill it). Only plans that have not started are looked at."""
+        passed (commits only fill it). Only plans that have not started are looked at, and only
+        those that start within ``within`` slots (the lending lookahead): committing an early
+        run blocks its GPUs from now until the plan starts, and a plan that starts far ahead (a
+        long job started late) would hold them against every later arrival; its early run stays
+        lent, and a new plan may take those GPUs (docs/theory.md, late starts)."""
         cap = nodes.capacity
         up = nodes.up.tobytes()
         freed = self.freed
@@ -189,8 +193,8 @@ class CommitmentBook:
                 del self.unstarted[jid]
                 continue
             now = out.get(jid)
-            if not now:
-                continue
+            if not now or a - slot > within:
+                continue  # (a plan that starts later than ``within`` slots keeps its early run lent)
             same = now == pl
             if not same and (len(now) != len(pl) or nodes.speed.shape(now) != nodes.speed.shape(pl)):
                 continue

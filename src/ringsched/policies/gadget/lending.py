@@ -12,7 +12,7 @@ import numpy as np
 from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
 from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only
-from ringsched.policies.gadget.params import GadgetParams, worker_menu
+from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
 
 
 @dataclass
@@ -108,8 +108,8 @@ class Lender:
         self._alone.clear()
 
     def lend(self, jobs, nodes, slot: int, out: dict, previous, running_plan) -> None:
-        """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first; what
-        is still idle then tops up planned jobs (``top_up``)."""
+        """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first (those
+        past their utility horizon last); what is still idle then tops up planned jobs (``top_up``)."""
         idle_cap = IdleCapacity.of(self.book.ledger, nodes.capacity, slot, self.p.lend_lookahead, self.p.nic_share)
         if idle_cap.now_free.sum() == 0:
             return
@@ -122,12 +122,16 @@ class Lender:
             self._top_up(running_plan, nodes, out, previous, idle_cap)
 
     def _order(self, idle, nodes) -> np.ndarray:
-        """Idle jobs by remaining time alone at their widest size, then arrival, then index."""
+        """Idle jobs by remaining time alone at their widest size, then arrival, then index;
+        jobs that could not finish before their utility horizon even if they ran alone from now
+        (``tail_utility``: nothing left to earn) after all others. Under overload the short jobs
+        die first; served first they took the lent GPUs from the long ones that can still earn."""
         now = nodes.now_s
 
-        def fixed(js):  # (speed at its widest consolidated size, arrival, index): fixed per job
+        def fixed(js):  # (speed at its widest consolidated size, arrival, index, end of utility): fixed per job
             r = self._alone[js.job_id] = (max(nodes.throughput_sps(js, js.job.max_workers), 1e-12),
-                                          js.job.arrival_s, js.index)
+                                          js.job.arrival_s, js.index,
+                                          js.job.arrival_s + utility_horizon_s(js.job, self.p.tail_utility))
             return r
 
         get = self._alone.get
@@ -135,7 +139,9 @@ class Lender:
         # (JobState.remaining_at, inlined: this runs for every idle job at every decision)
         rem = np.array([max(0.0, (w := js.job.work_samples) - min(w, js.done_samples + js.rate_sps *
                                                                    max(0.0, now - js.run_from_s))) for js in idle])
-        return np.lexsort((meta[:, 2], meta[:, 1], rem / meta[:, 0]))
+        alone = rem / meta[:, 0]
+        past_horizon = now + alone > meta[:, 3]
+        return np.lexsort((meta[:, 2], meta[:, 1], alone, past_horizon))
 
     def _lend_idle(self, idle, nodes, out: dict, previous, idle_cap: IdleCapacity) -> None:
         """Lend to jobs with nothing committed in this slot (``idle_cap`` is updated)."""

@@ -145,7 +145,7 @@ class Gadget(Policy):
         if self.p.work_conserving:
             self.lender.lend(jobs, nodes, slot, out, previous_allocations, running_plan)
             if self.p.commit_early_runs:
-                self.book.commit_early_runs(out, slot, nodes)
+                self.book.commit_early_runs(out, slot, nodes, self.p.lend_lookahead)
         self.usage.record(nodes.now_s, jobs, out, self.book.plans, slot, nodes.slot_s)
         return out
 

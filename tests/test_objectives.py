@@ -232,8 +232,8 @@ def test_measured_curves_are_used():
     assert learning_curve("vgg16").source == "family"
 
 
-@pytest.mark.parametrize("policy", ["fifo", "gadget"])
-def test_convergence_stops_early_saves_gpu_hours(policy):
+@pytest.mark.parametrize("policy,objective", [("fifo", "convergence,stop=world"), ("gadget", "convergence")])
+def test_convergence_stops_early_saves_gpu_hours(policy, objective):
     c = parse_spec("2x8")
     # vgg16 family curve, tau = 15 epochs; 200 typed epochs: far past the plateau
     sp = SpeedModel(c)
@@ -241,8 +241,8 @@ def test_convergence_stops_early_saves_gpu_hours(policy):
     work = 200 * 1_281_167
     j = Job("v", 0.0, "vgg16", 64, work, 8, 8, jct_utility(work / rate, 8))
     jobs = [j, job(1, 0, 4, 1800, c, model="resnet50")]
-    a = run_with_objective("convergence", jobs, c, policy)
-    b = run_with_objective("convergence", jobs, c, policy)
+    a = run_with_objective(objective, jobs, c, policy)
+    b = run_with_objective(objective, jobs, c, policy)
     full = run_with_objective("jct", jobs, c, policy)
     row = a.jobs.set_index("job_id").loc["v"]
     assert bool(row.stopped_early) and row.status == "completed"

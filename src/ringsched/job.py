@@ -31,6 +31,9 @@ class Job:
     # True: the job picks its per-GPU batch for goodput at every (re)start, as AdaptDL jobs do
     # under Pollux (perfmodel/goodput.py); False: it runs ``local_bsz`` (rigid batch)
     adaptive_batch: bool = False
+    # samples after which the job's learning curve is estimated to flatten (set by the
+    # convergence objective for every policy alike, docs/objectives.md); None: not estimated
+    converge_samples: float | None = None
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.arrival_s) or self.arrival_s < 0:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ringsched.experiment.objectives.curves import extend, learning_curve, online_stop_epochs
+from ringsched.experiment.objectives.curves import converge_epochs, extend, learning_curve, online_stop_epochs
 from ringsched.utility.energy import J_PER_KWH
 from ringsched.experiment.objectives.registry import Objective, declares, register_objective
 from ringsched.utility.functions import DeadlineUtility
@@ -61,6 +61,7 @@ class Deadline(Objective):
 
     name = "deadline"
     Params = DeadlineParams
+    metrics = (("deadline_met", "max"),)
 
     def prepare_jobs(self, jobs, cluster, speed):
         self.deadlines: dict[str, float] = {}
@@ -101,6 +102,7 @@ class Energy(Objective):
 
     name = "energy"
     Params = EnergyParams
+    metrics = (("kwh_per_utility", "min"),)
 
     def utility_per_joule(self) -> float:
         return self.p.usd_per_kwh * self.p.utility_per_usd / J_PER_KWH
@@ -124,6 +126,7 @@ class Energy(Objective):
         s = result.summary
         s["energy_cost_usd"] = s["energy_kwh"] * self.p.usd_per_kwh
         s["net_utility"] = s["total_utility"] - s["energy_cost_usd"] * self.p.utility_per_usd
+        s["kwh_per_utility"] = s["energy_kwh"] / s["total_utility"] if s["total_utility"] > 0 else math.inf
 
 
 # -------------------------------------------------------------------------------- fairness
@@ -180,6 +183,7 @@ class Fairness(Objective):
 
     name = "fairness"
     Params = FairnessParams
+    metrics = (("jain_index", "max"), ("worst_ftf_rho", "min"))
 
     def policy_options(self, policy_cls, cluster, config):
         """GADGET's packing off: it keeps servers whole for wide rings at the small jobs' expense
@@ -206,41 +210,66 @@ class Fairness(Objective):
 
 
 # ----------------------------------------------------------------------------- convergence
+STOPS = ("policy", "world")
+
+
 @dataclass(frozen=True)
 class ConvergenceParams:
     min_delta: float = 0.002  # an epoch "improves" when the running best rises by >= this x its gain so far
     patience: int = 5  # stop after this many epochs in a row without improvement
     min_epochs: int = 10  # never stop before this many epochs
+    # who stops a job where its curve flattens: "policy" (a scheduler that takes the stop:
+    # one whose options include stop_converged, set here; design brief section 3) or "world"
+    # (every policy's jobs, whatever the scheduler)
+    stop: str = "policy"
 
     def __post_init__(self):
         _pos("min_delta", self.min_delta, zero=True)
         if self.patience < 1 or self.min_epochs < 1:
             raise ValueError("patience and min_epochs must be >= 1")
+        if self.stop not in STOPS:
+            raise ValueError(f"stop must be one of {', '.join(STOPS)}, got {self.stop!r}")
 
 
 @register_objective
 class Convergence(Objective):
-    """Excessive-training avoidance: stop a job where its learning curve flattens (online)."""
+    """Excessive-training avoidance: stop a job where its learning curve flattens (online).
+
+    Every policy sees each job's estimated convergence point (``Job.converge_samples``, from
+    its model's curve alone); a scheduler that takes the stop (``stop_converged`` among its
+    options: GADGET plans each job's work up to that point) has its jobs stopped there."""
 
     name = "convergence"
     Params = ConvergenceParams
+    metrics = (("gpu_hours_per_target", "min"),)
+
+    def _rule(self) -> dict:
+        return {"min_delta": self.p.min_delta, "patience": self.p.patience, "min_epochs": self.p.min_epochs}
 
     def prepare_jobs(self, jobs, cluster, speed):
         self.info: dict[str, tuple] = {}
+        out = []
         for j in jobs:
             c = learning_curve(j.model)
+            est = converge_epochs(c, **self._rule())
             typed = j.work_samples / c.epoch_samples
             c = extend(c, max(int(math.ceil(typed)), 1))
-            stop = online_stop_epochs(c.best, min_delta=self.p.min_delta, patience=self.p.patience,
-                                      min_epochs=self.p.min_epochs)
-            self.info[j.job_id] = (c, stop, typed)
-        return list(jobs)
+            stop = online_stop_epochs(c.best, **self._rule())
+            self.info[j.job_id] = (c, stop, typed, est)
+            out.append(dataclasses.replace(j, converge_samples=None if est is None else est * c.epoch_samples))
+        return out
 
-    def stop_rule(self):
+    def policy_options(self, policy_cls, cluster, config):
+        """The stop for a policy that declares ``stop_converged`` (GADGET)."""
+        return {"stop_converged": True} if declares(policy_cls, "stop_converged") else {}
+
+    def stop_rule(self, policy_options):
+        if self.p.stop == "policy" and not policy_options.get("stop_converged"):
+            return None
         info = self.info
 
         def rule(js, now_s: float) -> bool:
-            c, stop, typed = info[js.job_id]
+            c, stop, typed, _ = info[js.job_id]
             done = js.done_at(now_s)
             if done >= js.job.work_samples:
                 return False  # finishing anyway
@@ -249,13 +278,23 @@ class Convergence(Objective):
 
         return rule
 
+    def _targets(self, jobs):
+        """Per job: the target quality (the running best at its estimated convergence point, or
+        at its typed epochs when that comes first) and whether the run reached it."""
+        reached = []
+        for jid, done, status in zip(jobs["job_id"], jobs["done_samples"], jobs["status"]):
+            c, _, typed, est = self.info[jid]
+            target = c.best_at(min(typed, est) if est is not None else typed)
+            reached.append(status == "completed" and c.best_at(done / c.epoch_samples) >= target - 1e-12)
+        return np.asarray(reached, dtype=bool)
+
     def report(self, result, config):
         jobs = result.jobs
         s = result.summary
         q, qfull, share = [], [], []
         for jid, done, started, early in zip(jobs["job_id"], jobs["done_samples"], jobs["first_start_s"],
                                              jobs["stopped_early"]):
-            c, _, typed = self.info[jid]
+            c, _, typed, _ = self.info[jid]
             full = c.best_at(typed)
             qfull.append(c.metric_of(full))
             if np.isnan(started):
@@ -290,7 +329,11 @@ class Convergence(Objective):
         for m in sorted(set(jobs["model"][early])):
             sel = early & (jobs["model"] == m).to_numpy()
             by_model[str(m)] = float(abs_lost[sel].mean())
+        reached = self._targets(jobs)
         s.update({
+            "target_reached": int(reached.sum()),
+            # the run's GPU-hours per job brought to its target quality (inf: none was)
+            "gpu_hours_per_target": s["gpu_hours"] / reached.sum() if reached.any() else math.inf,
             "jobs_stopped_early": int(early.sum()),
             "gpu_hours_saved": saved_h,
             "gpu_hours_saved_share": saved_h / (s["gpu_hours"] + saved_h) if s["gpu_hours"] + saved_h > 0 else 0.0,

@@ -54,6 +54,9 @@ class GadgetParams:
     # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
     energy_cost_per_gpu_s: float = 0.0
     server_cost_per_s: float = 0.0
+    # objectives (convergence): plan each job's work up to its estimated convergence point,
+    # where the world then stops it (policies/gadget/objective_terms.py)
+    stop_converged: bool = False
     # the per-job plan search: "contiguous" (trace mode: gap-free plans of one worker count on the
     # greedy embedding) or "exact" (every configuration in every slot, the theorem's subroutine;
     # for small instances: it enumerates per-server worker vectors and counts work in samples)

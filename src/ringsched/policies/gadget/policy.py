@@ -34,6 +34,7 @@ from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.lending import Lender
+from ringsched.policies.gadget.objective_terms import planned_remaining
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.search import PlanSearch
@@ -107,7 +108,7 @@ class Gadget(Policy):
                 max(nodes.throughput_sps(js, min(js.job.max_workers, nodes.cluster.total_gpus)), 1e-12))
         end = js.job.arrival_s + hr[0]
         # a job past its horizon (or behind its plan) still gets a window to finish in
-        alone = js.remaining_at(nodes.now_s) / hr[1]
+        alone = planned_remaining(js, nodes.now_s, self.p.stop_converged) / hr[1]
         return max(end, nodes.now_s + 4 * alone + 2 * nodes.slot_s)
 
     # ------------------------------------------------------------ interface
@@ -191,7 +192,8 @@ class Gadget(Policy):
         quick = {}
         if self.p.bound_first:  # the cheap bounds of the decision's offers, at once
             free_to_skip = [js for js, _, must in offers if not must]
-            vals = self.bounds.quick_bounds([(js.job, js.remaining_at(nodes.now_s), self._horizon_end(js, nodes))
+            vals = self.bounds.quick_bounds([(js.job, planned_remaining(js, nodes.now_s, self.p.stop_converged),
+                                              self._horizon_end(js, nodes))
                                              for js in free_to_skip], nodes, slot)
             quick = {js.job_id: float(v) for js, v in zip(free_to_skip, vals)}
         for js, last, must in offers:
@@ -238,7 +240,7 @@ class Gadget(Policy):
         the plan is taken whatever its payoff (``must``), when an upper bound on the payoff shows
         that none can pay (``bound_first``: the search is skipped, with the same outcome).
         ``quick`` is the job's ``quick_bound`` when the decision computed it already."""
-        remaining = js.remaining_at(nodes.now_s)
+        remaining = planned_remaining(js, nodes.now_s, self.p.stop_converged)
         end_s = self._horizon_end(js, nodes)
         win = bounds = None
         if not must and self.p.bound_first:

@@ -70,7 +70,7 @@ def test_cli_simulate_records_objective(cli):
     code, out, _ = cli("simulate", "--trace", "synthetic:20", "--cluster", "2x8", "--policy", "fifo",
                        "--objective", "deadline,slack=4", "--json")
     s = json.loads(out)
-    assert code == 0 and s["objective"] == "deadline,slack=4,floor_s=1800,decay_per_s=0"
+    assert code == 0 and s["objective"] == "deadline,slack=4,floor_s=1800,decay_per_s=0,weigh=count"
     assert 0 <= s["deadline_met_share"] <= 1
 
 

@@ -47,8 +47,10 @@ def run_one(objective: Objective | str, jobs, cluster, policy: str, config=None,
     if rule is not None:
         cfg = dataclasses.replace(cfg, stop_rule=rule)
     result = Simulator(seen, cluster, make_policy(name, **opts), cfg, progress=progress, speed=speed).run()
-    if seen is not prepared:
-        judge_utilities(result, prepared)
+    if seen is not prepared:  # judged by the objective's own utilities
+        from ringsched.experiment.objectives.builtin import revalue
+
+        revalue(result, {j.job_id: j.utility for j in prepared})
     obj.report(result, cfg)
     from ringsched.policies.registry import parse_policy
 
@@ -58,17 +60,3 @@ def run_one(objective: Objective | str, jobs, cluster, policy: str, config=None,
     result.summary["decided_as"] = decider.spec()
     return result
 
-
-def judge_utilities(result, jobs) -> None:
-    """Re-value a run's jobs with ``jobs``' utilities (the judging objective's): completed jobs
-    get u_j(JCT_j), the others 0, as the simulator values them."""
-    import numpy as np
-
-    by_id = {j.job_id: j.utility for j in jobs}
-    t = result.jobs
-    done = (t["status"] == "completed").to_numpy()
-    jct = t["jct_s"].to_numpy(dtype=float)
-    t["utility"] = [float(by_id[j](x)) if d else 0.0 for j, x, d in zip(t["job_id"], jct, done)]
-    t["max_utility"] = [float(by_id[j].max_value) for j in t["job_id"]]
-    result.summary["total_utility"] = float(np.sum(t["utility"]))
-    result.summary["max_utility"] = float(np.sum(t["max_utility"]))

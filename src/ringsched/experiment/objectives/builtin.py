@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ringsched.experiment.objectives.curves import converge_epochs, extend, learning_curve, online_stop_epochs
-from ringsched.utility.energy import J_PER_KWH
+from ringsched.utility.energy import J_PER_KWH, EnergyModel
 from ringsched.experiment.objectives.registry import Objective, declares, register_objective
 from ringsched.utility.functions import DeadlineUtility
 
@@ -28,8 +28,14 @@ def isolated_s(job, cluster, speed) -> float:
     return job.work_samples / tput
 
 
-def _resum(result) -> None:
+def revalue(result, utilities: dict) -> None:
+    """Value a run's jobs with ``utilities`` (job id -> utility): completed jobs u_j(JCT_j),
+    the others 0, as the simulator does; ``total_utility`` and ``max_utility`` follow."""
     jobs = result.jobs
+    done = (jobs["status"] == "completed").to_numpy()
+    jct = jobs["jct_s"].to_numpy(dtype=float)
+    jobs["utility"] = [float(utilities[j](t)) if d else 0.0 for j, t, d in zip(jobs["job_id"], jct, done)]
+    jobs["max_utility"] = [float(utilities[j].max_value) for j in jobs["job_id"]]
     result.summary["total_utility"] = float(jobs["utility"].sum())
     result.summary["max_utility"] = float(jobs["max_utility"].sum())
 
@@ -43,16 +49,25 @@ class JCT(Objective):
 
 
 # -------------------------------------------------------------------------------- deadline
+WEIGHTS = ("count", "value")
+
+
 @dataclass(frozen=True)
 class DeadlineParams:
     slack: float = 2.0  # deadline = slack x the job's isolated run time ...
     floor_s: float = 1800.0  # ... but never less than this
     decay_per_s: float = 0.0  # utility after the deadline: value x exp(-decay x lateness); 0 = none
+    # what a met deadline is worth to the policies' decisions: "count" (every job the workload's
+    # mean value: the metric counts deadlines met) or "value" (the job's JCT utility's value);
+    # the run's total utility is always judged with the jobs' own values
+    weigh: str = "count"
 
     def __post_init__(self):
         _pos("slack", self.slack)
         _pos("floor_s", self.floor_s, zero=True)
         _pos("decay_per_s", self.decay_per_s, zero=True)
+        if self.weigh not in WEIGHTS:
+            raise ValueError(f"weigh must be one of {', '.join(WEIGHTS)}, got {self.weigh!r}")
 
 
 @register_objective
@@ -65,16 +80,22 @@ class Deadline(Objective):
 
     def prepare_jobs(self, jobs, cluster, speed):
         self.deadlines: dict[str, float] = {}
+        self.judged: dict[str, DeadlineUtility] = {}
+        values = [float(getattr(j.utility, "value", j.utility.max_value)) for j in jobs]
+        mean = float(np.mean(values)) if values else 1.0
         out = []
-        for j in jobs:
+        for j, value in zip(jobs, values):
             d = max(self.p.slack * isolated_s(j, cluster, speed), self.p.floor_s)
             self.deadlines[j.job_id] = d
-            value = float(getattr(j.utility, "value", j.utility.max_value))
-            out.append(dataclasses.replace(j, utility=DeadlineUtility(value, d, self.p.decay_per_s)))
+            self.judged[j.job_id] = DeadlineUtility(value, d, self.p.decay_per_s)
+            seen = value if self.p.weigh == "value" else mean
+            out.append(dataclasses.replace(j, utility=DeadlineUtility(seen, d, self.p.decay_per_s)))
         return out
 
     def report(self, result, config):
         jobs = result.jobs
+        result.summary["decision_utility"] = float(jobs["utility"].sum())
+        revalue(result, self.judged)
         d = jobs["job_id"].map(self.deadlines).to_numpy(dtype=float)
         jobs["deadline_s"] = d
         done = (jobs["status"] == "completed").to_numpy()
@@ -86,14 +107,23 @@ class Deadline(Objective):
 
 
 # ---------------------------------------------------------------------------------- energy
+ENERGY_PRICES = ("ratio", "usd")
+
+
 @dataclass(frozen=True)
 class EnergyParams:
     usd_per_kwh: float = 0.12  # electricity price
     utility_per_usd: float = 0.4  # 1 utility unit = 1 GPU-hour of work, worth about $2.50
+    # what a joule costs in GADGET's prices: "ratio" (the workload's utility per joule, each job
+    # run alone at its requested size: the exchange rate of the kWh-per-utility ratio, one
+    # Dinkelbach step) or "usd" (usd_per_kwh x utility_per_usd: for net utility)
+    price: str = "ratio"
 
     def __post_init__(self):
         _pos("usd_per_kwh", self.usd_per_kwh, zero=True)
         _pos("utility_per_usd", self.utility_per_usd, zero=True)
+        if self.price not in ENERGY_PRICES:
+            raise ValueError(f"price must be one of {', '.join(ENERGY_PRICES)}, got {self.price!r}")
 
 
 @register_objective
@@ -104,23 +134,38 @@ class Energy(Objective):
     Params = EnergyParams
     metrics = (("kwh_per_utility", "min"),)
 
-    def utility_per_joule(self) -> float:
-        return self.p.usd_per_kwh * self.p.utility_per_usd / J_PER_KWH
+    def prepare_jobs(self, jobs, cluster, speed):
+        """Remembers each job's (maximum utility, requested GPUs, time alone at that size)."""
+        from ringsched.perfmodel.speed import consolidated_shape
+
+        g = int(cluster.gpus.max())
+        self.alone = []
+        for j in jobs:
+            w = min(j.requested_gpus, j.max_workers, cluster.total_gpus)
+            t = j.work_samples / speed.throughput_sps(j.model, j.local_bsz, consolidated_shape(w, g))
+            self.alone.append((float(j.utility.max_value), w, t))
+        return list(jobs)
+
+    def utility_per_joule(self, energy=None, gpus_per_server: int = 8) -> float:
+        """``usd``: the price; ``ratio``: the workload's utility per joule of its jobs, each run
+        alone at its requested size on busy GPUs with their share of a full server's base power:
+        the ratio a run that keeps every utility on a fully used cluster achieves."""
+        if self.p.price == "usd":
+            return self.p.usd_per_kwh * self.p.utility_per_usd / J_PER_KWH
+        em, g = energy or EnergyModel(), gpus_per_server
+        joules = sum(t * w * (em.gpu_busy_W + em.server_base_W / g) for _, w, t in self.alone)
+        return sum(u for u, _, _ in self.alone) / joules if joules > 0 else 0.0
 
     def policy_options(self, policy_cls, cluster, config):
         """Energy prices for a policy that declares them (``energy_cost_per_gpu_s`` and
         ``server_cost_per_s`` in its ``Params``: GADGET, OASiS); nothing for the others."""
         if not declares(policy_cls, "energy_cost_per_gpu_s", "server_cost_per_s"):
             return {}
-        em, k = config.energy, self.utility_per_joule()
-        g = int(cluster.gpus.max())
-        # a busy GPU adds (busy - idle) W; powering a server adds its base and its idle GPUs.
-        # Late starts are off: they keep more servers powered (docs/objectives.md, energy)
-        opts = {"energy_cost_per_gpu_s": (em.gpu_busy_W - em.gpu_idle_W) * k,
+        em, g = config.energy, int(cluster.gpus.max())
+        k = self.utility_per_joule(em, g)
+        # a busy GPU adds (busy - idle) W; powering a server adds its base and its idle GPUs
+        return {"energy_cost_per_gpu_s": (em.gpu_busy_W - em.gpu_idle_W) * k,
                 "server_cost_per_s": (em.server_base_W + g * em.gpu_idle_W) * k}
-        if declares(policy_cls, "late_share"):
-            opts["late_share"] = 0.0
-        return opts
 
     def report(self, result, config):
         s = result.summary
@@ -200,12 +245,7 @@ class Fairness(Objective):
         jobs = result.jobs
         s = result.summary
         s["decision_utility"] = float(jobs["utility"].sum())
-        done = (jobs["status"] == "completed").to_numpy()
-        jct = jobs["jct_s"].to_numpy(dtype=float)
-        base = [self.base[j] for j in jobs["job_id"]]
-        jobs["utility"] = [float(b(t)) if d else 0.0 for b, t, d in zip(base, jct, done)]
-        jobs["max_utility"] = [float(b.max_value) for b in base]
-        _resum(result)
+        revalue(result, self.base)
         s["alpha_fair_welfare"] = alpha_fair_welfare(jobs["utility"], jobs["max_utility"], self.p.alpha, self.p.eps)
 
 

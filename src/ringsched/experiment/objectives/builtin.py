@@ -40,6 +40,14 @@ def revalue(result, utilities: dict) -> None:
     result.summary["max_utility"] = float(jobs["max_utility"].sum())
 
 
+def early_runs_lent(policy_cls) -> dict:
+    """``commit_early_runs`` off, for a policy that declares it (GADGET, OASiS): a planned job
+    running early on lent GPUs stays on lent GPUs, which a later arrival's plan can take back,
+    instead of having its plan committed there. Committing protects the job already served at
+    the expense of the arrivals, against fairness and deadlines (docs/objectives.md)."""
+    return {"commit_early_runs": False} if declares(policy_cls, "commit_early_runs") else {}
+
+
 # ------------------------------------------------------------------------------------- jct
 @register_objective
 class JCT(Objective):
@@ -91,6 +99,9 @@ class Deadline(Objective):
             seen = value if self.p.weigh == "value" else mean
             out.append(dataclasses.replace(j, utility=DeadlineUtility(seen, d, self.p.decay_per_s)))
         return out
+
+    def policy_options(self, policy_cls, cluster, config):
+        return early_runs_lent(policy_cls)
 
     def report(self, result, config):
         jobs = result.jobs
@@ -215,8 +226,10 @@ class Fairness(Objective):
     metrics = (("jain_index", "max"), ("worst_ftf_rho", "min"))
 
     def policy_options(self, policy_cls, cluster, config):
-        """The rho guard, for a policy that declares ``rho_guard`` in its ``Params``."""
-        return {"rho_guard": self.p.rho_guard} if declares(policy_cls, "rho_guard") else {}
+        """The rho guard, for a policy that declares ``rho_guard`` in its ``Params``; early runs
+        left lent (``early_runs_lent``)."""
+        opts = {"rho_guard": self.p.rho_guard} if declares(policy_cls, "rho_guard") else {}
+        return opts | early_runs_lent(policy_cls)
 
     def report(self, result, config):
         jobs = result.jobs

@@ -34,6 +34,9 @@ class Job:
     # Slurm's job priority: among jobs competing for GPUs a higher one is offered them first
     # (policies/common.queue_key; docs/policies.md, "Priority"); 0 unless submitted with one
     priority: int = 0
+    # samples after which the job's learning curve is estimated to flatten (set by the
+    # convergence objective for every policy alike, docs/objectives.md); None: not estimated
+    converge_samples: float | None = None
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.arrival_s) or self.arrival_s < 0:

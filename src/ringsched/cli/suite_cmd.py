@@ -46,15 +46,20 @@ def suite(
     workers: int = typer.Option(2, "--workers", min=1, help="Worker processes."),
     profiles: list[str] = w.ProfilesOpt,
     engine: str = typer.Option("process", "--engine", help="process (local worker processes) or ray."),
+    objective: str = typer.Option("jct", "--objective", help="What the runs are judged by (docs/objectives.md); "
+                                  "other than jct, the target also runs deciding as under jct and the objective's "
+                                  "metrics are tabled."),
 ) -> None:
     """Run every policy on the suite's workloads; print the target's ratios to the best baseline."""
     from ringsched.cli.workload import parse_policies, read_profiles
     from ringsched.experiment.suite import cells_for, run_suite, skipped_workloads, write_suite
-    from ringsched.experiment.suite_report import print_report
+    from ringsched.experiment.objectives import parse_objective
+    from ringsched.experiment.suite_report import print_objective, print_report
     from ringsched.experiment.config import parse_estimates
 
     if engine not in ("process", "ray"):
         raise InputError(f"engine must be process or ray, got {engine!r}", field="engine")
+    objective = parse_objective(objective).spec()
     pols = parse_policies(policies)
     if target not in pols:
         raise InputError(f"target {target!r} is not among the policies", field="target")
@@ -68,7 +73,7 @@ def suite(
     if not chosen:
         raise InputError("no workload left to run (shared traces absent?)", field="workloads")
     cells = cells_for(chosen, pols, seeds=range(seeds), estimates=ests, decide_at_events=not slotted,
-                      profiles=read_profiles(profiles))
+                      profiles=read_profiles(profiles), objective=objective, target=target)
     run = run_suite(cells, workers=workers, engine=engine, console=err)
     for key, why in run.errors.items():
         err.print(f"{key} failed: {why}", style="red", markup=False, highlight=False)
@@ -78,6 +83,7 @@ def suite(
         tables = write_suite(out, run.cells, target)
         if len(tables["ratios"]):
             print_report(tables, target, Console())
+            print_objective(tables, target, Console())
         else:  # (an interrupted run may not have the target and a baseline of any workload yet)
             print(f"no ratios yet: no workload has {target} and a baseline finished; cells in {out}")
     sys.stdout.flush()

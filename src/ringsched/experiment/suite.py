@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.experiment.executors import Task, run_parallel
+from ringsched.experiment.objectives import parse_objective
 from ringsched.experiment.workloads import WORKLOADS, SuiteWorkload, offered_load, perturb_arrivals
 
 METRICS = (("total_utility", "max"), ("mean_jct_s", "min"), ("p99_jct_s", "min"))
@@ -37,6 +38,8 @@ class Cell:
     policy: str
     decide_at_events: bool = True
     profiles: dict | None = None  # model -> a fitted step-time document (--profiles), or the catalogue
+    objective: str = "jct"  # what the run is judged by (docs/objectives.md)
+    decide_as: str | None = None  # the policy decides as under this objective instead (the target's jct reference)
 
 
 def run_cell(cell: Cell) -> dict:
@@ -53,13 +56,17 @@ def run_cell(cell: Cell) -> dict:
     wl = load_workload(trace, w.cluster_spec(), seed=cell.seed, profiles=cell.profiles)
     jobs = perturb_arrivals(w.adapt(wl.jobs), cell.seed)
     cfg = SimConfig(seed=cell.seed, estimates=cell.estimates, decide_at_events=cell.decide_at_events)
-    s = run_one("jct", jobs, wl.cluster, cell.policy, cfg, profiles=cell.profiles).summary
+    s = run_one(cell.objective, jobs, wl.cluster, cell.policy, cfg, profiles=cell.profiles,
+                decide_as=cell.decide_as).summary
     row = {"workload": w.name, "family": w.family, "mix": w.mix, "setup": w.describe(), "seed": cell.seed,
            "estimates": cell.estimates, "policy": cell.policy, "decide_at_events": cell.decide_at_events,
+           "objective": s["objective"], "decided_as": s["decided_as"],
            "jobs": s["jobs"], "completed": s["completed"], "rejected": s["rejected"],
            "offered_load": offered_load(jobs, wl.cluster, SpeedModel(wl.cluster))}
     for k in ("total_utility", "max_utility", "mean_jct_s", "p50_jct_s", "p99_jct_s", "mean_jct_completed_s",
               "gpu_utilization", "gpu_utilization_busy", "worst_ftf_rho", "jain_index", "energy_kwh", "preemptions"):
+        row[k] = np.nan if s.get(k) is None else float(s[k])
+    for k, _ in objective_metrics(cell.objective):
         row[k] = np.nan if s.get(k) is None else float(s[k])
     for k, v in (s.get("policy_stats") or {}).items():
         row[f"stat_{k}"] = float(v)
@@ -69,9 +76,25 @@ def run_cell(cell: Cell) -> dict:
 
 def cells_for(workloads: Sequence[SuiteWorkload], policies: Sequence[str], *, seeds: Sequence[int] = (0, 1),
               estimates: Sequence[str] = ESTIMATES, decide_at_events: bool = True,
-              profiles: dict | None = None) -> list[Cell]:
-    return [Cell(w, s, e, p, decide_at_events, profiles or None)
-            for w in workloads for s in seeds for e in estimates for p in policies]
+              profiles: dict | None = None, objective: str = "jct", target: str | None = None) -> list[Cell]:
+    """Every policy on every workload, seed and estimate setting, under ``objective``; under an
+    objective other than jct, also ``target`` deciding as under jct (judged by the objective)."""
+    refs = [target] if target is not None and parse_objective(objective).spec() != "jct" else []
+    return [Cell(w, s, e, p, decide_at_events, profiles or None, objective, d)
+            for w in workloads for s in seeds for e in estimates
+            for p, d in [(p, None) for p in policies] + [(t, "jct") for t in refs]]
+
+
+def objective_metrics(objective: str) -> tuple[tuple[str, str], ...]:
+    """The summary fields ``objective`` is judged by, with their better direction."""
+    return parse_objective(objective).metrics
+
+
+def decided_by_objective(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells whose policy decided as under the run's objective (not the jct references)."""
+    if "decided_as" not in cells:
+        return cells
+    return cells[cells["decided_as"] == cells["objective"]]
 
 
 @dataclass
@@ -86,7 +109,9 @@ class SuiteRun:
 
 
 def cell_key(cell: Cell) -> str:
-    return f"{cell.workload.name} seed {cell.seed} {cell.estimates} {cell.policy}"
+    """A cell's name (unique: the target deciding as under jct is a cell of its own)."""
+    ref = f" (deciding as {cell.decide_as})" if cell.decide_as else ""
+    return f"{cell.workload.name} seed {cell.seed} {cell.estimates} {cell.policy}{ref}"
 
 
 def run_keyed_cell(task: dict) -> dict:
@@ -144,6 +169,7 @@ def ratios(cells: pd.DataFrame, target: str = "gadget") -> pd.DataFrame:
     the best baseline's mean (every other policy), with which baseline was best. Utility
     ratios > 1 and JCT ratios < 1 favour the target."""
     out = []
+    cells = decided_by_objective(cells)
     means = cells.groupby(["workload", "estimates", "policy"], sort=False)[[m for m, _ in METRICS]].mean()
     for (wname, est), g in means.groupby(level=[0, 1], sort=False):
         g = g.droplevel([0, 1])
@@ -168,7 +194,7 @@ def paired(cells: pd.DataFrame, r: pd.DataFrame, target: str = "gadget", level: 
     from scipy import stats
 
     out = []
-    idx = cells.set_index(["workload", "estimates", "seed", "policy"])
+    idx = decided_by_objective(cells).set_index(["workload", "estimates", "seed", "policy"])
     for est, rr in r.groupby("estimates", sort=False):
         for m, _ in METRICS:
             d = []
@@ -205,6 +231,7 @@ def overall(r: pd.DataFrame) -> pd.DataFrame:
 
 def workload_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Per workload: its setup, offered load, and GPU utilisation of each policy (exact)."""
+    cells = decided_by_objective(cells)
     ex = cells[cells.estimates == cells.estimates.iloc[0]]
     info = ex.groupby("workload", sort=False)[["family", "mix", "setup", "jobs", "offered_load"]].first()
     util = ex.pivot_table(index="workload", columns="policy", values="gpu_utilization_busy", aggfunc="mean")
@@ -212,13 +239,18 @@ def workload_table(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_suite(out_dir: Path, cells: pd.DataFrame, target: str = "gadget") -> dict[str, pd.DataFrame]:
-    """cells.parquet, ratios.parquet, paired.parquet, overall.parquet and index.html."""
+    """cells.parquet, ratios.parquet, paired.parquet, overall.parquet, workloads.parquet,
+    objective.parquet and objective_overall.parquet (empty under jct), and index.html."""
     from ringsched.experiment.suite_html import suite_page
 
     out_dir.mkdir(parents=True, exist_ok=True)
     r = ratios(cells, target)
+    from ringsched.experiment.suite_objectives import objective_overall, objective_table
+
+    obj = objective_table(cells, target)
     tables = {"cells": cells, "ratios": r, "paired": paired(cells, r, target) if len(r) else pd.DataFrame(),
-              "overall": overall(r) if len(r) else pd.DataFrame(), "workloads": workload_table(cells)}
+              "overall": overall(r) if len(r) else pd.DataFrame(), "workloads": workload_table(cells),
+              "objective": obj, "objective_overall": objective_overall(obj)}
     for name, t in tables.items():
         t.to_parquet(out_dir / f"{name}.parquet", index=False)
     (out_dir / "index.html").write_text(suite_page(tables, target))

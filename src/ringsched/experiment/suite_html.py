@@ -30,5 +30,9 @@ def suite_page(tables: dict[str, pd.DataFrame], target: str) -> str:
              _table(tables["paired"], "Paired per-seed relative differences (Student-t interval)"),
              _table(r[["workload", "estimates"] + keep] if len(r) else r, "Per workload"),
              _table(tables["workloads"], "Workloads: offered load and GPU utilisation over the busy period"),
+             *([_table(tables["objective_overall"], "The objective's metrics: geometric means over workloads "
+                       "(target, target deciding as jct, best baseline)"),
+                _table(tables["objective"], "The objective's metrics per workload")]
+               if len(tables.get("objective", ())) else []),
              "</body></html>"]
     return "\n".join(parts)

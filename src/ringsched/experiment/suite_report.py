@@ -31,3 +31,27 @@ def print_report(tables: dict[str, pd.DataFrame], target: str, console: Console)
             t.add_row(a.estimates, a.metric, _f(a.geomean_ratio), _f(a.worst_ratio), a.worst_workload,
                       _f(b.mean_rel_diff, "{:+.3f}"), f"[{_f(b.ci_low, '{:+.3f}')}, {_f(b.ci_high, '{:+.3f}')}]")
         console.print(t)
+
+
+def print_objective(tables: dict[str, pd.DataFrame], target: str, console: Console) -> None:
+    """The objective's metrics (``--objective``): per workload, then geometric means."""
+    t, o = tables.get("objective"), tables.get("objective_overall")
+    if t is None or not len(t):
+        return
+    tab = Table(title=f"objective {t['objective'].iloc[0]}: {target}, {target} deciding as jct, best baseline "
+                      "(means over seeds)")
+    for c in ("workload", "estimates", "metric", target, "as jct", "best baseline", "", "/ jct", "/ baseline"):
+        tab.add_column(c)
+    for r in t.itertuples():
+        tab.add_row(r.workload, r.estimates, f"{r.metric} ({r.better})", _f(r.target), _f(r.target_jct),
+                    _f(r.baseline), r.best_baseline, _f(r.ratio_to_jct), _f(r.ratio_to_baseline))
+    console.print(tab)
+    tab = Table(title="the objective's metrics: geometric means over workloads")
+    for c in ("estimates", "metric", target, "as jct", "best baseline", "/ jct", "/ baseline", "better than jct",
+              "better than baseline"):
+        tab.add_column(c)
+    for r in o.itertuples():
+        tab.add_row(r.estimates, f"{r.metric} ({r.better})", _f(r.target), _f(r.target_jct), _f(r.baseline),
+                    _f(r.ratio_to_jct), _f(r.ratio_to_baseline), f"{r.better_than_jct}/{r.workloads}",
+                    f"{r.better_than_baseline}/{r.workloads}")
+    console.print(tab)

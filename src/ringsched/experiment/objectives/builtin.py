@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ringsched.experiment.objectives.curves import extend, learning_curve, online_stop_epochs
-from ringsched.utility.energy import J_PER_KWH
+from ringsched.experiment.objectives.curves import converge_epochs, extend, learning_curve, online_stop_epochs
+from ringsched.utility.energy import J_PER_KWH, EnergyModel
 from ringsched.experiment.objectives.registry import Objective, declares, register_objective
 from ringsched.utility.functions import DeadlineUtility
 
@@ -28,10 +28,24 @@ def isolated_s(job, cluster, speed) -> float:
     return job.work_samples / tput
 
 
-def _resum(result) -> None:
+def revalue(result, utilities: dict) -> None:
+    """Value a run's jobs with ``utilities`` (job id -> utility): completed jobs u_j(JCT_j),
+    the others 0, as the simulator does; ``total_utility`` and ``max_utility`` follow."""
     jobs = result.jobs
+    done = (jobs["status"] == "completed").to_numpy()
+    jct = jobs["jct_s"].to_numpy(dtype=float)
+    jobs["utility"] = [float(utilities[j](t)) if d else 0.0 for j, t, d in zip(jobs["job_id"], jct, done)]
+    jobs["max_utility"] = [float(utilities[j].max_value) for j in jobs["job_id"]]
     result.summary["total_utility"] = float(jobs["utility"].sum())
     result.summary["max_utility"] = float(jobs["max_utility"].sum())
+
+
+def early_runs_lent(policy_cls) -> dict:
+    """``commit_early_runs`` off, for a policy that declares it (GADGET, OASiS): a planned job
+    running early on lent GPUs stays on lent GPUs, which a later arrival's plan can take back,
+    instead of having its plan committed there. Committing protects the job already served at
+    the expense of the arrivals, against fairness and deadlines (docs/objectives.md)."""
+    return {"commit_early_runs": False} if declares(policy_cls, "commit_early_runs") else {}
 
 
 # ------------------------------------------------------------------------------------- jct
@@ -43,16 +57,25 @@ class JCT(Objective):
 
 
 # -------------------------------------------------------------------------------- deadline
+WEIGHTS = ("count", "value")
+
+
 @dataclass(frozen=True)
 class DeadlineParams:
     slack: float = 2.0  # deadline = slack x the job's isolated run time ...
     floor_s: float = 1800.0  # ... but never less than this
     decay_per_s: float = 0.0  # utility after the deadline: value x exp(-decay x lateness); 0 = none
+    # what a met deadline is worth to the policies' decisions: "count" (every job the workload's
+    # mean value: the metric counts deadlines met) or "value" (the job's JCT utility's value);
+    # the run's total utility is always judged with the jobs' own values
+    weigh: str = "count"
 
     def __post_init__(self):
         _pos("slack", self.slack)
         _pos("floor_s", self.floor_s, zero=True)
         _pos("decay_per_s", self.decay_per_s, zero=True)
+        if self.weigh not in WEIGHTS:
+            raise ValueError(f"weigh must be one of {', '.join(WEIGHTS)}, got {self.weigh!r}")
 
 
 @register_objective
@@ -61,19 +84,29 @@ class Deadline(Objective):
 
     name = "deadline"
     Params = DeadlineParams
+    metrics = (("deadline_met", "max"),)
 
     def prepare_jobs(self, jobs, cluster, speed):
         self.deadlines: dict[str, float] = {}
+        self.judged: dict[str, DeadlineUtility] = {}
+        values = [float(getattr(j.utility, "value", j.utility.max_value)) for j in jobs]
+        mean = float(np.mean(values)) if values else 1.0
         out = []
-        for j in jobs:
+        for j, value in zip(jobs, values):
             d = max(self.p.slack * isolated_s(j, cluster, speed), self.p.floor_s)
             self.deadlines[j.job_id] = d
-            value = float(getattr(j.utility, "value", j.utility.max_value))
-            out.append(dataclasses.replace(j, utility=DeadlineUtility(value, d, self.p.decay_per_s)))
+            self.judged[j.job_id] = DeadlineUtility(value, d, self.p.decay_per_s)
+            seen = value if self.p.weigh == "value" else mean
+            out.append(dataclasses.replace(j, utility=DeadlineUtility(seen, d, self.p.decay_per_s)))
         return out
+
+    def policy_options(self, policy_cls, cluster, config):
+        return early_runs_lent(policy_cls)
 
     def report(self, result, config):
         jobs = result.jobs
+        result.summary["decision_utility"] = float(jobs["utility"].sum())
+        revalue(result, self.judged)
         d = jobs["job_id"].map(self.deadlines).to_numpy(dtype=float)
         jobs["deadline_s"] = d
         done = (jobs["status"] == "completed").to_numpy()
@@ -85,14 +118,23 @@ class Deadline(Objective):
 
 
 # ---------------------------------------------------------------------------------- energy
+ENERGY_PRICES = ("ratio", "usd")
+
+
 @dataclass(frozen=True)
 class EnergyParams:
     usd_per_kwh: float = 0.12  # electricity price
     utility_per_usd: float = 0.4  # 1 utility unit = 1 GPU-hour of work, worth about $2.50
+    # what a joule costs in GADGET's prices: "ratio" (the workload's utility per joule, each job
+    # run alone at its requested size: the exchange rate of the kWh-per-utility ratio, one
+    # Dinkelbach step) or "usd" (usd_per_kwh x utility_per_usd: for net utility)
+    price: str = "ratio"
 
     def __post_init__(self):
         _pos("usd_per_kwh", self.usd_per_kwh, zero=True)
         _pos("utility_per_usd", self.utility_per_usd, zero=True)
+        if self.price not in ENERGY_PRICES:
+            raise ValueError(f"price must be one of {', '.join(ENERGY_PRICES)}, got {self.price!r}")
 
 
 @register_objective
@@ -101,29 +143,46 @@ class Energy(Objective):
 
     name = "energy"
     Params = EnergyParams
+    metrics = (("kwh_per_utility", "min"),)
 
-    def utility_per_joule(self) -> float:
-        return self.p.usd_per_kwh * self.p.utility_per_usd / J_PER_KWH
+    def prepare_jobs(self, jobs, cluster, speed):
+        """Remembers each job's (maximum utility, requested GPUs, time alone at that size)."""
+        from ringsched.perfmodel.speed import consolidated_shape
+
+        g = int(cluster.gpus.max())
+        self.alone = []
+        for j in jobs:
+            w = min(j.requested_gpus, j.max_workers, cluster.total_gpus)
+            t = j.work_samples / speed.throughput_sps(j.model, j.local_bsz, consolidated_shape(w, g))
+            self.alone.append((float(j.utility.max_value), w, t))
+        return list(jobs)
+
+    def utility_per_joule(self, energy=None, gpus_per_server: int = 8) -> float:
+        """``usd``: the price; ``ratio``: the workload's utility per joule of its jobs, each run
+        alone at its requested size on busy GPUs with their share of a full server's base power:
+        the ratio a run that keeps every utility on a fully used cluster achieves."""
+        if self.p.price == "usd":
+            return self.p.usd_per_kwh * self.p.utility_per_usd / J_PER_KWH
+        em, g = energy or EnergyModel(), gpus_per_server
+        joules = sum(t * w * (em.gpu_busy_W + em.server_base_W / g) for _, w, t in self.alone)
+        return sum(u for u, _, _ in self.alone) / joules if joules > 0 else 0.0
 
     def policy_options(self, policy_cls, cluster, config):
         """Energy prices for a policy that declares them (``energy_cost_per_gpu_s`` and
         ``server_cost_per_s`` in its ``Params``: GADGET, OASiS); nothing for the others."""
         if not declares(policy_cls, "energy_cost_per_gpu_s", "server_cost_per_s"):
             return {}
-        em, k = config.energy, self.utility_per_joule()
-        g = int(cluster.gpus.max())
-        # a busy GPU adds (busy - idle) W; powering a server adds its base and its idle GPUs.
-        # Late starts are off: they keep more servers powered (docs/objectives.md, energy)
-        opts = {"energy_cost_per_gpu_s": (em.gpu_busy_W - em.gpu_idle_W) * k,
+        em, g = config.energy, int(cluster.gpus.max())
+        k = self.utility_per_joule(em, g)
+        # a busy GPU adds (busy - idle) W; powering a server adds its base and its idle GPUs
+        return {"energy_cost_per_gpu_s": (em.gpu_busy_W - em.gpu_idle_W) * k,
                 "server_cost_per_s": (em.server_base_W + g * em.gpu_idle_W) * k}
-        if declares(policy_cls, "late_share"):
-            opts["late_share"] = 0.0
-        return opts
 
     def report(self, result, config):
         s = result.summary
         s["energy_cost_usd"] = s["energy_kwh"] * self.p.usd_per_kwh
         s["net_utility"] = s["total_utility"] - s["energy_cost_usd"] * self.p.utility_per_usd
+        s["kwh_per_utility"] = s["energy_kwh"] / s["total_utility"] if s["total_utility"] > 0 else math.inf
 
 
 # -------------------------------------------------------------------------------- fairness
@@ -141,106 +200,104 @@ def alpha_fair_welfare(utility, max_utility, alpha: float, eps: float) -> float:
 
 
 @dataclass(frozen=True)
-class FairUtility:
-    """What GADGET decides with under ``fairness``: scale x g(base(JCT) / base.max_value), with
-    g(x) = (w(max(x, eps)) - w(eps)) / (w(1) - w(eps)) the alpha-fair w normalised to [0, 1]:
-    concave, so the first share of a job's utility is worth more than the last, and every job
-    is weighted the same (``scale`` = the workload's mean maximum utility)."""
-
-    base: object
-    alpha: float
-    eps: float
-    scale: float
-
-    @property
-    def max_value(self) -> float:
-        return self.scale
-
-    def __call__(self, jct_s):
-        m = float(self.base.max_value)
-        x = np.asarray(self.base(jct_s), dtype=float) / m if m > 0 else np.zeros_like(np.asarray(jct_s, dtype=float))
-        lo, hi = alpha_fair(self.eps, self.alpha), alpha_fair(1.0, self.alpha)
-        return self.scale * (alpha_fair(np.maximum(x, self.eps), self.alpha) - lo) / (hi - lo)
-
-
-@dataclass(frozen=True)
 class FairnessParams:
     alpha: float = 1.0  # 0 = utilitarian (normalised), 1 = proportional, large -> max-min
     eps: float = 1e-3  # floor of a job's normalised utility (an unfinished job counts as eps)
+    # a job without a plan whose finish-time fairness (rho) would pass this is planned whatever
+    # its payoff (a policy that declares rho_guard: GADGET; 0: off)
+    rho_guard: float = 10.0
 
     def __post_init__(self):
         _pos("alpha", self.alpha, zero=True)
         if not 0 < self.eps < 1:
             raise ValueError(f"eps must lie in (0, 1), got {self.eps}")
+        if not (self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1)):
+            raise ValueError(f"rho_guard must be 0 (off) or at least 1, got {self.rho_guard}")
 
 
 @register_objective
 class Fairness(Objective):
-    """Alpha-fair welfare of the jobs' normalised JCT utilities; GADGET decides with FairUtility."""
+    """The jobs' JCT utilities, judged by Jain's index and the worst finish-time fairness
+    (rho), with the alpha-fair welfare of the normalised utilities reported; GADGET plans a
+    job about to pass ``rho_guard`` whatever its payoff (docs/objectives.md)."""
 
     name = "fairness"
     Params = FairnessParams
+    metrics = (("jain_index", "max"), ("worst_ftf_rho", "min"))
 
     def policy_options(self, policy_cls, cluster, config):
-        """GADGET's packing off: it keeps servers whole for wide rings at the small jobs' expense
-        (on synthetic:200,load=2, 2x8, it lowers Jain's index; docs/objectives.md). Only for a
-        policy that declares ``pack_slack`` in its ``Params``."""
-        return {"pack_slack": 0.0} if declares(policy_cls, "pack_slack") else {}
-
-    def prepare_jobs(self, jobs, cluster, speed):
-        self.base = {j.job_id: j.utility for j in jobs}
-        scale = float(np.mean([float(j.utility.max_value) for j in jobs])) if jobs else 1.0
-        return [dataclasses.replace(j, utility=FairUtility(j.utility, self.p.alpha, self.p.eps, scale)) for j in jobs]
+        """The rho guard, for a policy that declares ``rho_guard`` in its ``Params``; early runs
+        left lent (``early_runs_lent``)."""
+        opts = {"rho_guard": self.p.rho_guard} if declares(policy_cls, "rho_guard") else {}
+        return opts | early_runs_lent(policy_cls)
 
     def report(self, result, config):
         jobs = result.jobs
-        s = result.summary
-        s["decision_utility"] = float(jobs["utility"].sum())
-        done = (jobs["status"] == "completed").to_numpy()
-        jct = jobs["jct_s"].to_numpy(dtype=float)
-        base = [self.base[j] for j in jobs["job_id"]]
-        jobs["utility"] = [float(b(t)) if d else 0.0 for b, t, d in zip(base, jct, done)]
-        jobs["max_utility"] = [float(b.max_value) for b in base]
-        _resum(result)
-        s["alpha_fair_welfare"] = alpha_fair_welfare(jobs["utility"], jobs["max_utility"], self.p.alpha, self.p.eps)
+        result.summary["alpha_fair_welfare"] = alpha_fair_welfare(jobs["utility"], jobs["max_utility"], self.p.alpha,
+                                                                  self.p.eps)
 
 
 # ----------------------------------------------------------------------------- convergence
+STOPS = ("policy", "world")
+
+
 @dataclass(frozen=True)
 class ConvergenceParams:
     min_delta: float = 0.002  # an epoch "improves" when the running best rises by >= this x its gain so far
     patience: int = 5  # stop after this many epochs in a row without improvement
     min_epochs: int = 10  # never stop before this many epochs
+    # who stops a job where its curve flattens: "policy" (a scheduler that takes the stop:
+    # one whose options include stop_converged, set here; design brief section 3) or "world"
+    # (every policy's jobs, whatever the scheduler)
+    stop: str = "policy"
 
     def __post_init__(self):
         _pos("min_delta", self.min_delta, zero=True)
         if self.patience < 1 or self.min_epochs < 1:
             raise ValueError("patience and min_epochs must be >= 1")
+        if self.stop not in STOPS:
+            raise ValueError(f"stop must be one of {', '.join(STOPS)}, got {self.stop!r}")
 
 
 @register_objective
 class Convergence(Objective):
-    """Excessive-training avoidance: stop a job where its learning curve flattens (online)."""
+    """Excessive-training avoidance: stop a job where its learning curve flattens (online).
+
+    Every policy sees each job's estimated convergence point (``Job.converge_samples``, from
+    its model's curve alone); a scheduler that takes the stop (``stop_converged`` among its
+    options: GADGET plans each job's work up to that point) has its jobs stopped there."""
 
     name = "convergence"
     Params = ConvergenceParams
+    metrics = (("gpu_hours_per_target", "min"),)
+
+    def _rule(self) -> dict:
+        return {"min_delta": self.p.min_delta, "patience": self.p.patience, "min_epochs": self.p.min_epochs}
 
     def prepare_jobs(self, jobs, cluster, speed):
         self.info: dict[str, tuple] = {}
+        out = []
         for j in jobs:
             c = learning_curve(j.model)
+            est = converge_epochs(c, **self._rule())
             typed = j.work_samples / c.epoch_samples
             c = extend(c, max(int(math.ceil(typed)), 1))
-            stop = online_stop_epochs(c.best, min_delta=self.p.min_delta, patience=self.p.patience,
-                                      min_epochs=self.p.min_epochs)
-            self.info[j.job_id] = (c, stop, typed)
-        return list(jobs)
+            stop = online_stop_epochs(c.best, **self._rule())
+            self.info[j.job_id] = (c, stop, typed, est)
+            out.append(dataclasses.replace(j, converge_samples=None if est is None else est * c.epoch_samples))
+        return out
 
-    def stop_rule(self):
+    def policy_options(self, policy_cls, cluster, config):
+        """The stop for a policy that declares ``stop_converged`` (GADGET)."""
+        return {"stop_converged": True} if declares(policy_cls, "stop_converged") else {}
+
+    def stop_rule(self, policy_options):
+        if self.p.stop == "policy" and not policy_options.get("stop_converged"):
+            return None
         info = self.info
 
         def rule(js, now_s: float) -> bool:
-            c, stop, typed = info[js.job_id]
+            c, stop, typed, _ = info[js.job_id]
             done = js.done_at(now_s)
             if done >= js.job.work_samples:
                 return False  # finishing anyway
@@ -249,13 +306,23 @@ class Convergence(Objective):
 
         return rule
 
+    def _targets(self, jobs):
+        """Per job: the target quality (the running best at its estimated convergence point, or
+        at its typed epochs when that comes first) and whether the run reached it."""
+        reached = []
+        for jid, done, status in zip(jobs["job_id"], jobs["done_samples"], jobs["status"]):
+            c, _, typed, est = self.info[jid]
+            target = c.best_at(min(typed, est) if est is not None else typed)
+            reached.append(status == "completed" and c.best_at(done / c.epoch_samples) >= target - 1e-12)
+        return np.asarray(reached, dtype=bool)
+
     def report(self, result, config):
         jobs = result.jobs
         s = result.summary
         q, qfull, share = [], [], []
         for jid, done, started, early in zip(jobs["job_id"], jobs["done_samples"], jobs["first_start_s"],
                                              jobs["stopped_early"]):
-            c, _, typed = self.info[jid]
+            c, _, typed, _ = self.info[jid]
             full = c.best_at(typed)
             qfull.append(c.metric_of(full))
             if np.isnan(started):
@@ -290,7 +357,11 @@ class Convergence(Objective):
         for m in sorted(set(jobs["model"][early])):
             sel = early & (jobs["model"] == m).to_numpy()
             by_model[str(m)] = float(abs_lost[sel].mean())
+        reached = self._targets(jobs)
         s.update({
+            "target_reached": int(reached.sum()),
+            # the run's GPU-hours per job brought to its target quality (inf: none was)
+            "gpu_hours_per_target": s["gpu_hours"] / reached.sum() if reached.any() else math.inf,
             "jobs_stopped_early": int(early.sum()),
             "gpu_hours_saved": saved_h,
             "gpu_hours_saved_share": saved_h / (s["gpu_hours"] + saved_h) if s["gpu_hours"] + saved_h > 0 else 0.0,

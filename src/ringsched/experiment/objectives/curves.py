@@ -146,3 +146,15 @@ def online_stop_epochs(best: np.ndarray, *, min_delta: float, patience: int, min
         run = run + 1 if flat else 0
         out[i] = run >= patience and (i + 1) >= min_epochs
     return out
+
+
+ESTIMATE_EPOCHS = 1000  # how far a curve is followed to find where it flattens
+
+
+def converge_epochs(curve: Curve, *, min_delta: float, patience: int, min_epochs: int) -> int | None:
+    """The first epoch at which the online rule says the curve has flattened, following the
+    curve (extended) to ``ESTIMATE_EPOCHS`` whatever a job typed: an estimate from the model's
+    curve alone, so it says nothing about the job's own work. None: it never flattens there."""
+    c = extend(curve, ESTIMATE_EPOCHS)
+    stop = np.flatnonzero(online_stop_epochs(c.best, min_delta=min_delta, patience=patience, min_epochs=min_epochs))
+    return int(stop[0]) + 1 if stop.size else None

@@ -6,8 +6,11 @@ documented parameters (``Params``). It acts at three points of a run, for every 
 
 * ``prepare_jobs``: the jobs' utilities (e.g. deadlines) before the run;
 * ``stop_rule`` / ``policy_options``: a stop rule the simulator evaluates at its decision
-  boundaries (convergence) and options of the policy (GADGET's energy prices);
-* ``report``: summary fields (and job-table columns) after the run.
+  boundaries (convergence; for the policies whose options take it) and options of the
+  policy (GADGET's energy prices);
+* ``report``: summary fields (and job-table columns) after the run; ``metrics`` names the
+  summary fields the objective is judged by, each with its better direction (the suite's
+  ``--objective`` tables).
 
 ``ringsched.experiment.run.run_one`` is the one way a policy runs under an objective.
 """
@@ -39,6 +42,7 @@ class Objective:
     name: ClassVar[str] = ""
     Params: ClassVar[type] = NoParams
     summary: ClassVar[str] = ""
+    metrics: ClassVar[tuple[tuple[str, str], ...]] = ()  # (summary field, "max" | "min")
 
     def __init__(self, params=None):
         self.p = params if params is not None else self.Params()
@@ -47,7 +51,8 @@ class Objective:
     def prepare_jobs(self, jobs: list, cluster, speed) -> list:
         return list(jobs)
 
-    def stop_rule(self) -> Callable | None:
+    def stop_rule(self, policy_options: dict) -> Callable | None:
+        """The world's stop rule for a policy run with ``policy_options`` (None: no early stop)."""
         return None
 
     def policy_options(self, policy_cls: type, cluster, config) -> dict:

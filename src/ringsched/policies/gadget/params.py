@@ -54,6 +54,12 @@ class GadgetParams:
     # a server costs while a plan is the first to put workers on it in a slot; added to GPU prices
     energy_cost_per_gpu_s: float = 0.0
     server_cost_per_s: float = 0.0
+    # objectives (convergence): plan each job's work up to its estimated convergence point,
+    # where the world then stops it (policies/gadget/objective_terms.py)
+    stop_converged: bool = False
+    # objectives (fairness): a job without a plan whose rho would pass this is planned whatever
+    # its payoff (0: off; policies/gadget/objective_terms.py)
+    rho_guard: float = 0.0
     # the per-job plan search: "contiguous" (trace mode: gap-free plans of one worker count on the
     # greedy embedding) or "exact" (every configuration in every slot, the theorem's subroutine;
     # for small instances: it enumerates per-server worker vectors and counts work in samples)
@@ -93,6 +99,8 @@ class GadgetParams:
         for name in ("retry_backoff", "pack_within"):
             v = getattr(self, name)
             need(v >= 0, f"{name} must be at least 0, got {v}")
+        need(self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1),
+             f"rho_guard must be 0 (off) or at least 1, got {self.rho_guard}")
         for name in ("near_payoff", "late_share", "top_up_gain", "pack_slack", "energy_cost_per_gpu_s",
                      "server_cost_per_s"):
             v = getattr(self, name)

@@ -35,6 +35,7 @@ from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.common import queue_key
 from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.lending import Lender
+from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, planned_remaining
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.search import PlanSearch
@@ -66,6 +67,7 @@ class Gadget(Policy):
         self.bound_skips = 0
         self.reestimated: set[str] = set()  # told by the world: their estimates doubled, re-plan them
         self.usage = GpuTimeSplit()
+        self.overdue: set[str] = set()  # jobs past the rho guard at this decision (objective_terms.overdue)
 
     @property
     def plans(self) -> dict[str, Plan]:
@@ -108,7 +110,9 @@ class Gadget(Policy):
                 max(nodes.throughput_sps(js, min(js.job.max_workers, nodes.cluster.total_gpus)), 1e-12))
         end = js.job.arrival_s + hr[0]
         # a job past its horizon (or behind its plan) still gets a window to finish in
-        alone = js.remaining_at(nodes.now_s) / hr[1]
+        alone = planned_remaining(js, nodes.now_s, self.p.stop_converged) / hr[1]
+        if js.job_id in self.overdue:  # (fairness: planned whatever the payoff, past what is committed)
+            end = max(end, past_commitments_s(self.book.plans, nodes.slot_s) + 2 * alone)
         return max(end, nodes.now_s + 4 * alone + 2 * nodes.slot_s)
 
     # ------------------------------------------------------------ interface
@@ -140,6 +144,8 @@ class Gadget(Policy):
             self.book.release(jid, slot)  # plan over but work left, or a failed server
             behind.add(jid)
         behind |= self._release_reestimated(active, slot)
+        self.overdue = overdue(jobs, nodes.now_s, self.p.rho_guard, self.book.plans)
+        behind |= self.overdue
         self._offer_unplanned(jobs, nodes, slot, behind, previous_allocations)
         out, running_plan = self._planned_placements(active, nodes, slot, previous_allocations)
         if self.p.work_conserving:
@@ -191,7 +197,8 @@ class Gadget(Policy):
         quick = {}
         if self.p.bound_first:  # the cheap bounds of the decision's offers, at once
             free_to_skip = [js for js, _, must in offers if not must]
-            vals = self.bounds.quick_bounds([(js.job, js.remaining_at(nodes.now_s), self._horizon_end(js, nodes))
+            vals = self.bounds.quick_bounds([(js.job, planned_remaining(js, nodes.now_s, self.p.stop_converged),
+                                              self._horizon_end(js, nodes))
                                              for js in free_to_skip], nodes, slot)
             quick = {js.job_id: float(v) for js, v in zip(free_to_skip, vals)}
         for js, last, must in offers:
@@ -238,7 +245,7 @@ class Gadget(Policy):
         the plan is taken whatever its payoff (``must``), when an upper bound on the payoff shows
         that none can pay (``bound_first``: the search is skipped, with the same outcome).
         ``quick`` is the job's ``quick_bound`` when the decision computed it already."""
-        remaining = js.remaining_at(nodes.now_s)
+        remaining = planned_remaining(js, nodes.now_s, self.p.stop_converged)
         end_s = self._horizon_end(js, nodes)
         win = bounds = None
         if not must and self.p.bound_first:
@@ -248,7 +255,7 @@ class Gadget(Policy):
                 return None
             win, bounds = found
         return self.search(js.job, remaining, nodes, slot, horizon_end_s=end_s, win=win, current=current,
-                           ran_before=js.first_start_s is not None, w_bounds=bounds)
+                           ran_before=js.first_start_s is not None, w_bounds=bounds, earliest=js.job_id in self.overdue)
 
     def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, **kw) -> Plan | None:
         """The plan search (``PlanSearch.search``): the one entry point of every offer."""

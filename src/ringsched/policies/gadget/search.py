@@ -145,7 +145,7 @@ class PlanSearch:
     # ------------------------------------------------------------ the search
     def search(self, job: Job, remaining: float, nodes, slot: int, *, horizon_end_s: float,
                current: tuple = (), ran_before: bool = False, win: PriceWindow | None = None,
-               w_bounds: dict | None = None) -> Plan | None:
+               w_bounds: dict | None = None, earliest: bool = False) -> Plan | None:
         """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``.
 
         For every worker count of the job's menu, every plan that runs without gaps from some
@@ -153,7 +153,9 @@ class PlanSearch:
         the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart.
         ``w_bounds`` (upper bounds on the payoff per worker count, ``payoff_bounds``) asks only
         for a plan that pays: counts whose bound is negative, or below the best plan found so
-        far, are skipped, and None may come back where every plan has a payoff of at most 0."""
+        far, are skipped, and None may come back where every plan has a payoff of at most 0.
+        ``earliest``: the plan that finishes first whatever its payoff, started at once (an
+        overdue job under fairness, ``objective_terms.overdue``)."""
         c = nodes.cluster
         if win is None:
             win = self.window(nodes, slot, horizon_end_s)
@@ -164,7 +166,7 @@ class PlanSearch:
             return None
         best = None
         prune = w_bounds is not None and self.p.near_payoff == 0  # (ties within near_payoff need every count)
-        near = self.p.near_payoff * float(job.utility.max_value)
+        near = 1e300 if earliest else self.p.near_payoff * float(job.utility.max_value)  # (finite: -inf marks no plan)
         views = self.views(c)
         now_gpu = placement_gpu(c, current) if len(views) > 1 and current else None
         typed = [(v, restrict(win, v)) for v in views]  # a ring runs on one type (``gpu_types``)
@@ -191,7 +193,7 @@ class PlanSearch:
                         best = (ch, cand, gp, pays, vwin)
         if best is None:
             return None
-        return self._plan_of(best[:4], job, best[4], slot, current, c.num_servers)
+        return self._plan_of(best[:4], job, best[4], slot, current, c.num_servers, late=not earliest)
 
     def _embedding(self, w: int, job: Job, nodes, win: PriceWindow, gp, current: tuple, ran_before: bool,
                    view: TypeView | None = None):
@@ -228,11 +230,12 @@ class PlanSearch:
             prog[0] = max(0.0, prog[0] - self.p.restart_for(nodes) * prog[0] / step_len)
         return e, prog
 
-    def _plan_of(self, best, job: Job, win: PriceWindow, slot: int, current: tuple, S: int) -> Plan:
-        """The chosen plan, started late (``late_share``) and packed (``pack_slack``), as segments."""
+    def _plan_of(self, best, job: Job, win: PriceWindow, slot: int, current: tuple, S: int, late: bool = True) -> Plan:
+        """The chosen plan, started late (``late_share``; unless not ``late``) and packed
+        (``pack_slack``), as segments."""
         ch, e, gp, pays = best
         b, free, bfree = win.b, win.free, win.bfree
-        if self.p.late_share > 0:  # the same worker count and embedding, started as late as it still pays as much
+        if late and self.p.late_share > 0:  # the same worker count and embedding, started as late as it still pays as much
             floor = ch.payoff - self.p.late_share * float(job.utility.max_value)
             if ch.payoff > 0:  # (admission is still decided by a positive payoff)
                 floor = max(floor, 1e-9 * float(job.utility.max_value))

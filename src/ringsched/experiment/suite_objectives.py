@@ -1,0 +1,65 @@
+"""The suite under an objective other than jct (``ringsched suite --objective``, docs/suite.md):
+each of the objective's metrics for the target, for the target deciding as under jct (the
+same run judged by the objective), and for the best baseline, per workload (means over
+seeds), and their geometric means over the workloads. Recomputable from ``cells.parquet``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ringsched.experiment.objectives import parse_objective
+
+
+def objective_table(cells: pd.DataFrame, target: str) -> pd.DataFrame:
+    """Per workload, estimates and metric of the cells' objective: target (``obj``), target
+    deciding as jct (``jct``), best baseline and its name, and the two ratios target / other.
+    Empty when the cells ran under jct (nothing to compare)."""
+    if "objective" not in cells or not len(cells):
+        return pd.DataFrame()
+    spec = str(cells["objective"].iloc[0])
+    metrics = parse_objective(spec).metrics
+    if not metrics:
+        return pd.DataFrame()
+    own = cells["decided_as"] == cells["objective"]
+    names = [m for m, _ in metrics]
+    mine = cells[own].groupby(["workload", "estimates", "policy"], sort=False)[names].mean()
+    ref = cells[~own & (cells["policy"] == target)].groupby(["workload", "estimates"], sort=False)[names].mean()
+    out = []
+    for (wname, est), g in mine.groupby(level=[0, 1], sort=False):
+        g = g.droplevel([0, 1])
+        if target not in g.index or len(g) < 2 or (wname, est) not in ref.index:
+            continue
+        base = g.drop(index=target)
+        for m, how in metrics:
+            best = base[m].idxmax() if how == "max" else base[m].idxmin()
+            t, j, b = float(g.loc[target, m]), float(ref.loc[(wname, est), m]), float(base.loc[best, m])
+            out.append({"objective": spec, "workload": wname, "estimates": est, "metric": m, "better": how,
+                        "target": t, "target_jct": j, "best_baseline": best, "baseline": b,
+                        "ratio_to_jct": t / j if j else np.nan, "ratio_to_baseline": t / b if b else np.nan})
+    return pd.DataFrame(out)
+
+
+def objective_overall(t: pd.DataFrame) -> pd.DataFrame:
+    """Per estimates and metric: geometric means over workloads of the target's value, its jct
+    reference's and every policy's best baseline's, the two ratios, and on how many workloads
+    the target is better than each (ties count as not better)."""
+    if not len(t):
+        return pd.DataFrame()
+
+    def gm(x) -> float:
+        x = np.asarray(x, dtype=float)
+        ok = np.isfinite(x) & (x > 0)
+        return float(np.exp(np.log(x[ok]).mean())) if ok.any() else np.nan
+
+    out = []
+    for (est, m), g in t.groupby(["estimates", "metric"], sort=False):
+        up = g["better"].iloc[0] == "max"
+        better = (lambda a, b: a > b) if up else (lambda a, b: a < b)
+        out.append({"objective": g["objective"].iloc[0], "estimates": est, "metric": m, "better": g["better"].iloc[0],
+                    "workloads": len(g), "target": gm(g["target"]), "target_jct": gm(g["target_jct"]),
+                    "baseline": gm(g["baseline"]), "ratio_to_jct": gm(g["ratio_to_jct"]),
+                    "ratio_to_baseline": gm(g["ratio_to_baseline"]),
+                    "better_than_jct": int(better(g["target"], g["target_jct"]).sum()),
+                    "better_than_baseline": int(better(g["target"], g["baseline"]).sum())})
+    return pd.DataFrame(out)

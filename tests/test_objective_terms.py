@@ -1,0 +1,206 @@
+"""What each objective changes in GADGET (policies/gadget/objective_terms.py) and how the
+suite judges it (``suite --objective``): the convergence stop is the scheduler's, GADGET plans
+to the estimated convergence point, the rho guard, the energy exchange rate, one value per
+deadline, and the objective tables recomputed from the suite's Parquet (docs/objectives.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ringsched.cluster.model import parse_spec
+from ringsched.experiment.objectives import parse_objective
+from ringsched.experiment.objectives.curves import converge_epochs, learning_curve, online_stop_epochs
+from ringsched.experiment.run import run_one
+from ringsched.job import Job
+from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
+from ringsched.policies.base import JobState, Nodes
+from ringsched.policies.gadget.objective_terms import overdue, planned_remaining
+from ringsched.policies.gadget.policy import Gadget
+from ringsched.utility import jct_utility
+
+RULE = {"min_delta": 0.002, "patience": 5, "min_epochs": 10}
+
+
+def vgg(cluster, epochs: int = 200, job_id: str = "v", workers: int = 8) -> Job:
+    """A vgg16 job typed far past its curve's plateau (tau = 15 epochs)."""
+    rate = SpeedModel(cluster).throughput_sps("vgg16", 64, consolidated_shape(workers, 8))
+    work = epochs * 1_281_167
+    return Job(job_id, 0.0, "vgg16", 64, work, 1, workers, jct_utility(work / rate, workers))
+
+
+# ------------------------------------------------------------------------------ convergence
+def test_convergence_estimate_comes_from_the_curve_alone():
+    """Every job of a model gets the same estimate whatever it typed (nothing of its own work
+    leaks into it), the first epoch at which the online rule fires on the model's curve.
+    Mutant caught: estimating on the curve extended only to the typed epochs (None for the
+    short job)."""
+    c = parse_spec("2x8")
+    short, long_ = vgg(c, 20, "s"), vgg(c, 400, "l")
+    jobs = parse_objective("convergence").prepare_jobs([short, long_], c, SpeedModel(c))
+    curve = learning_curve("vgg16")
+    n = int(np.argmax(online_stop_epochs(curve.best, **RULE))) + 1
+    assert converge_epochs(curve, **RULE) == n
+    assert jobs[0].converge_samples == jobs[1].converge_samples == pytest.approx(n * curve.epoch_samples)
+
+
+def test_the_stop_is_the_schedulers_unless_the_world_stops_everyone():
+    """stop=policy (default): only a policy that takes the stop (GADGET) has its jobs stopped;
+    the same GADGET deciding as under jct is not. stop=world: fifo too. Mutant caught: a stop
+    rule that ignores the policy's options (fifo stopped under stop=policy)."""
+    c = parse_spec("2x8")
+    jobs = [vgg(c)]
+    stopped = {}
+    for obj, pol, decide in (("convergence", "fifo", None), ("convergence", "gadget", None),
+                             ("convergence", "gadget", "jct"), ("convergence,stop=world", "fifo", None)):
+        r = run_one(obj, jobs, c, pol, decide_as=decide)
+        stopped[(obj, pol, decide)] = int(r.summary["jobs_stopped_early"])
+        assert r.summary["target_reached"] == 1
+        assert r.summary["gpu_hours_per_target"] == pytest.approx(r.summary["gpu_hours"])
+    assert stopped == {("convergence", "fifo", None): 0, ("convergence", "gadget", None): 1,
+                       ("convergence", "gadget", "jct"): 0, ("convergence,stop=world", "fifo", None): 1}
+
+
+def test_gadget_plans_the_work_up_to_the_convergence_point():
+    """With stop_converged a plan is made for the samples left to the estimate, not to the
+    typed epochs (past the estimate, for what is left). Mutants caught: ignoring the flag
+    (the jct decisions would change: the first assertion) or the estimate (the plan's finish)."""
+    c = parse_spec("2x8")
+    sp = SpeedModel(c)
+    j = dataclasses.replace(vgg(c), converge_samples=50 * 1_281_167)
+    js = JobState(j, 0, 1.0)
+    assert planned_remaining(js, 0.0, False) == js.remaining_at(0.0) == j.work_samples
+    assert planned_remaining(js, 0.0, True) == pytest.approx(j.converge_samples)
+    js.done_samples = j.converge_samples + 1.0
+    assert planned_remaining(js, 0.0, True) == js.remaining_at(0.0)  # past it: the rest
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp)
+    finish = {}
+    for flag in (False, True):
+        g = Gadget(stop_converged=flag)
+        g._ensure(nodes, [j])
+        finish[flag] = g.offer(JobState(j, 0, 1.0), nodes, 0, must=True).finish_s
+    rate = sp.throughput_sps("vgg16", 64, consolidated_shape(8, 8))
+    assert finish[True] < 0.5 * finish[False]
+    assert finish[True] >= j.converge_samples / (2 * rate)  # at most 16 GPUs: not before that
+
+
+# ------------------------------------------------------------------------------ fairness
+def test_overdue_jobs_are_those_about_to_pass_the_rho_guard():
+    """A job without a plan that has waited (guard - 1) x its isolated time. Mutants caught:
+    the guard's (guard - 1) factor dropped (overdue at 1000 s, not 900 s), planned jobs not
+    excluded, the guard 0 not off."""
+    c = parse_spec("1x8")
+    j = Job("a", 0.0, "resnet50", 64, 1e6, 1, 1, jct_utility(100.0, 1))
+    js = JobState(j, 0, 100.0)
+    assert overdue([js], 899.0, 10.0, {}) == set()
+    assert overdue([js], 900.0, 10.0, {}) == {"a"}
+    assert overdue([js], 1e6, 10.0, {"a": object()}) == set()
+    assert overdue([js], 1e6, 0.0, {}) == set()
+    assert c.total_gpus == 8
+
+
+def test_an_overdue_job_gets_its_earliest_plan_at_once():
+    """``earliest``: the plan that finishes first whatever its payoff, not started late.
+    Mutant caught: late starts kept for it (late=True), which starts it later."""
+    c = parse_spec("2x8")
+    sp = SpeedModel(c)
+    j = Job("b", 0.0, "resnet50", 64, 3e6, 1, 8, jct_utility(36000.0, 8))
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp)
+    g = Gadget(late_share=0.9)
+    g._ensure(nodes, [j])
+    late = g.search(j, j.work_samples, nodes, 0, horizon_end_s=10 * 86400.0)
+    first = g.search(j, j.work_samples, nodes, 0, horizon_end_s=10 * 86400.0, earliest=True)
+    assert first.segments[0][0] == 0 and late.segments[0][0] > 0
+    assert first.finish_s < late.finish_s
+
+
+# ------------------------------------------------------------------------------ energy, deadline
+def test_energy_is_priced_at_the_workloads_utility_per_joule():
+    """price=ratio: sum of the jobs' maximum utilities over their energy alone at the requested
+    size (busy GPUs and their share of a server's base power), by hand. Mutant caught: the
+    server's base power left out."""
+    c = parse_spec("2x8")
+    sp = SpeedModel(c)
+    jobs = [Job("a", 0.0, "resnet50", 64, 1e6, 2, 2, jct_utility(3600.0, 2)),
+            Job("b", 0.0, "vgg16", 64, 2e6, 4, 4, jct_utility(7200.0, 4))]
+    obj = parse_objective("energy")
+    obj.prepare_jobs(jobs, c, sp)
+    joules = sum(j.work_samples / sp.throughput_sps(j.model, 64, consolidated_shape(w, 8)) * w * (700 + 1000 / 8)
+                 for j, w in zip(jobs, (2, 4)))
+    u = sum(j.utility.max_value for j in jobs)
+    assert obj.utility_per_joule() == pytest.approx(u / joules)
+    usd = parse_objective("energy,price=usd,usd_per_kwh=0.2,utility_per_usd=3")
+    assert usd.utility_per_joule() == pytest.approx(0.6 / 3.6e6)
+
+
+def test_deadline_runs_are_judged_by_the_jobs_own_values():
+    """Under weigh=count GADGET decides with one value per job, but the run's utility is the
+    jobs' own deadline values (decision_utility keeps the other). Mutant caught: not
+    revaluing (total utility = the decision utility)."""
+    c = parse_spec("1x8")
+    sp = SpeedModel(c)
+    jobs = [Job(f"j{i}", 10.0 * i, "resnet50", 64, 4e6 * (1 + i), 1, 8,
+                jct_utility(4e6 * (1 + i) / sp.throughput_sps("resnet50", 64, consolidated_shape(8, 8)), 8))
+            for i in range(6)]
+    r = run_one("deadline,slack=2,floor_s=0", jobs, c, "gadget")
+    t = r.jobs
+    met = (t.status == "completed") & (t.jct_s <= t.deadline_s + 1e-9)
+    assert 0 < int(met.sum()) < len(jobs)
+    own = {j.job_id: j.utility.value for j in jobs}
+    assert r.summary["total_utility"] == pytest.approx(sum(own[i] for i in t.job_id[met]))
+    mean = float(np.mean(list(own.values())))
+    assert r.summary["decision_utility"] == pytest.approx(mean * int(met.sum()))
+
+
+def test_decide_as_keeps_the_decisions_and_changes_the_judgement():
+    """GADGET deciding as under jct inside the deadline objective makes the jct run's decisions
+    (same job table times) and is judged by deadlines. Mutant caught: decide_as ignored."""
+    from ringsched.cli.workload import load_workload
+
+    wl = load_workload("synthetic:60,load=2", "2x8", vc=None, window=None, limit=None, seed=0, rigid=False)
+    ref = run_one("jct", wl.jobs, wl.cluster, "gadget")
+    as_jct = run_one("deadline", wl.jobs, wl.cluster, "gadget", decide_as="jct")
+    own = run_one("deadline", wl.jobs, wl.cluster, "gadget")
+    assert as_jct.summary["decided_as"] == "jct" and own.summary["decided_as"] == own.summary["objective"]
+    assert np.array_equal(as_jct.jobs["jct_s"].to_numpy(), ref.jobs["jct_s"].to_numpy())
+    assert not np.array_equal(own.jobs["jct_s"].to_numpy(), ref.jobs["jct_s"].to_numpy())
+    assert "deadline_met" in as_jct.summary
+
+
+# ------------------------------------------------------------------------------ the suite
+def test_suite_objective_tables_are_recomputed_from_the_parquet(tmp_path):
+    """Under --objective the target also runs deciding as jct; its rows stay out of the ratios
+    to the best baseline, and the objective tables are plain means over seeds. Mutant caught:
+    ratios over every row (the jct reference counted as the target)."""
+    from ringsched.experiment.suite import cells_for, ratios, run_suite, write_suite
+    from ringsched.experiment.workloads import WORKLOADS
+
+    wl = [dataclasses.replace(w, limit=20) for w in WORKLOADS if w.name == "syn-3"]
+    cells = run_suite(cells_for(wl, ["fifo", "srtf", "gadget"], seeds=(0, 1), estimates=("exact",),
+                                objective="deadline", target="gadget"), workers=1)
+    write_suite(tmp_path, cells, "gadget")
+    c = pd.read_parquet(tmp_path / "cells.parquet")
+    assert len(c) == 8 and (c.decided_as == "jct").sum() == 2
+    own = c[c.decided_as == c.objective]
+    t = pd.read_parquet(tmp_path / "objective.parquet").iloc[0]
+    m = own.groupby("policy")["deadline_met"].mean()
+    assert t.metric == "deadline_met" and t.target == pytest.approx(m["gadget"])
+    assert t.target_jct == pytest.approx(c[c.decided_as == "jct"]["deadline_met"].mean())
+    assert t.baseline == pytest.approx(m.drop("gadget").max()) and t.best_baseline == m.drop("gadget").idxmax()
+    r = ratios(c, "gadget").iloc[0]
+    assert r.total_utility_target == pytest.approx(own[own.policy == "gadget"]["total_utility"].mean())
+    o = pd.read_parquet(tmp_path / "objective_overall.parquet").iloc[0]
+    assert o.ratio_to_baseline == pytest.approx(t.ratio_to_baseline)
+
+
+def test_cli_suite_objective_prints_its_metric(cli, tmp_path):
+    code, out, err = cli("suite", "--quick", "--workloads", "syn-0.5", "--policies", "fifo,gadget", "--estimates",
+                         "exact", "--seeds", "1", "--workers", "1", "--objective", "energy", "--out", tmp_path / "o")
+    assert code == 0, err
+    assert "objective energy" in out and "deciding as jct" in err
+    assert set(pd.read_parquet(tmp_path / "o" / "objective.parquet")["metric"]) == {"kwh_per_utility"}
+    code, _, err = cli("suite", "--quick", "--workloads", "syn-0.5", "--objective", "speed", "--out", tmp_path / "p")
+    assert code == 2 and "objective" in err and len(err.strip().splitlines()) == 1

@@ -31,7 +31,7 @@ jobs:
   - {name: a, entry: "ringsched.backends.demo_jobs:synth_mlp", batch: 32, work: {samples: 6000}, max_workers: 4, model: resnet18}
   - {name: b, entry: "ringsched.backends.demo_jobs:synth_mlp", batch: 32, work: {samples: 3000}, min_workers: 2, max_workers: 2, model: ncf}
   - {name: c, entry: "ringsched.backends.demo_jobs:synth_mlp", batch: 16, work: {samples: 4000}, max_workers: 2, model: resnet18, arrival_s: 3}
-  - {name: d, entry: "ringsched.backends.demo_jobs:synth_mlp", batch: 32, work: {samples: 2000}, model: ncf, arrival_s: 8}
+  - {name: d, entry: "ringsched.backends.demo_jobs:synth_mlp", batch: 32, work: {samples: 2000}, model: digits-cnn, arrival_s: 8}
 """
 SPECS = policy_names() + ["gadget:work_conserving=false"]  # the last plans ahead (wakeup_s)
 SLOW = replace(CPU_PRIOR, compute_base_s=CPU_PRIOR.compute_base_s * 10, compute_per_sample_s=CPU_PRIOR.compute_per_sample_s * 10)
@@ -39,7 +39,7 @@ SLOW = replace(CPU_PRIOR, compute_base_s=CPU_PRIOR.compute_base_s * 10, compute_
 
 def prior_speed(cluster) -> SpeedModel:
     speed = SpeedModel(cluster)
-    for model in ("resnet18", "ncf"):
+    for model in ("resnet18", "ncf", "digits-cnn"):  # (digits-cnn: a demo job type, outside the catalogue)
         speed.set_params(model, CPU_PRIOR)
     return speed
 
@@ -155,7 +155,7 @@ def test_after_a_refit_a_policy_plans_as_a_fresh_one(spec):
 
 
 def test_a_refit_is_a_reason_to_decide_again(run_jobs, tmp_path):
-    """One job alone, ten times slower than the prior: once its steps are measured the model
+    """One job alone (ncf), ten times slower than the prior: once its steps are measured the model
     is refitted and the policy asked again, before anything else happens. Mutant caught: the
     real world's ``advance`` not counting a new speed version as a change (one decision only)."""
     cluster = load_cluster("1x1")
@@ -163,7 +163,7 @@ def test_a_refit_is_a_reason_to_decide_again(run_jobs, tmp_path):
     true_speed.set_params("ncf", SLOW)
     launcher = StepLauncher(cluster, true_speed)
     policy, calls = recording(make_policy("srtf"))
-    job = [j for j in run_jobs if j.name == "d"][0]
+    job = replace([j for j in run_jobs if j.name == "d"][0], model="ncf")
     ctl = Controller([replace(job, arrival_s=0.0)], cluster, "1x1", policy, launcher, Journal(tmp_path / "s"),
                      RunConfig(slot_s=2.0), clock=launcher.clock)
     summary = ctl.run()

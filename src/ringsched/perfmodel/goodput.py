@@ -37,6 +37,14 @@ def batch_candidates(job, workers: int, max_local_bsz: int) -> list[int]:
     return sorted(grid)
 
 
+def _max_local_bsz(speed: SpeedModel, job, gpu: str | None) -> int:
+    """The largest per-GPU batch an adaptive job may take on ``gpu``; a rigid job keeps its own
+    (and a job type outside the catalogue, a real run's, has no typed profile to ask)."""
+    if not job.adaptive_batch or noise_scale(job.model) is None:
+        return job.local_bsz
+    return speed.typed(job.model, gpu).max_local_bsz
+
+
 def goodput_of(speed: SpeedModel, job, done_fraction: float, shape: Shape, gpu: str | None = None,
                inter_Bps: float | None = None) -> tuple[int, float]:
     """(per-GPU batch, goodput in samples at the user's batch per second) of ``job`` on a
@@ -44,7 +52,7 @@ def goodput_of(speed: SpeedModel, job, done_fraction: float, shape: Shape, gpu: 
     w = shape[0]
     if w == 0:
         return job.local_bsz, 0.0
-    cands = batch_candidates(job, w, speed.typed(job.model, gpu).max_local_bsz)
+    cands = batch_candidates(job, w, _max_local_bsz(speed, job, gpu))
     tput = np.array([w * m / speed.step_time_s(job.model, m, shape, inter_Bps, gpu) for m in cands])
     ns = noise_scale(job.model)
     user = job.requested_gpus * job.local_bsz
@@ -68,12 +76,12 @@ def goodput_table(speed: SpeedModel, job, done_fraction: float, counts, gpus_per
     """``goodput_of`` at each of ``counts`` GPUs on consolidated placements of one type, in
     one vectorised evaluation of the step-time model (planning: policies search many counts;
     equal to ``goodput_of`` up to floating-point rounding)."""
-    tm = speed.typed(job.model, gpu)
+    max_bsz = _max_local_bsz(speed, job, gpu)
     params = speed.params(job.model, gpu)
     ws, ms, owner = [], [], []
     for i, w in enumerate(counts):
         if w > 0:
-            c = batch_candidates(job, w, tm.max_local_bsz)
+            c = batch_candidates(job, w, max_bsz)
             ws += [w] * len(c)
             ms += c
             owner += [i] * len(c)

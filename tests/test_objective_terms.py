@@ -180,7 +180,7 @@ def test_suite_objective_tables_are_recomputed_from_the_parquet(tmp_path):
 
     wl = [dataclasses.replace(w, limit=20) for w in WORKLOADS if w.name == "syn-3"]
     cells = run_suite(cells_for(wl, ["fifo", "srtf", "gadget"], seeds=(0, 1), estimates=("exact",),
-                                objective="deadline", target="gadget"), workers=1)
+                                objective="deadline", target="gadget"), workers=1, show=False).cells
     write_suite(tmp_path, cells, "gadget")
     c = pd.read_parquet(tmp_path / "cells.parquet")
     assert len(c) == 8 and (c.decided_as == "jct").sum() == 2

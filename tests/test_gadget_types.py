@@ -145,3 +145,19 @@ def test_lent_rings_stay_on_one_type_the_jobs_fastest_first(tmp_path):
     out: dict = {}
     pol.lender.lend([js], n, 0, out, {}, [])
     assert len(out["j0"]) == 6 and _gpu(c, out["j0"]) == {"h200"}
+
+
+def test_workload_bounds_take_each_jobs_slowest_type(tmp_path):
+    """bounds=workload: L is the least density of a job's fastest plan over every type's plans
+    (docs/theory.md, section 11), so a T4 + H200 cluster gets the T4 cluster's L, whichever
+    type comes first; one type alone keeps its own. Mutant caught: L from the first type only."""
+    from ringsched.policies.gadget.params import GadgetParams, derive_bounds
+
+    jobs = [_job(0, 4, 2e6), _job(1, 8, 8e6)]
+    p = GadgetParams()
+    h200_first = _cluster(tmp_path, "  - {count: 2, gpus: 4}\n  - {count: 2, gpus: 4, gpu: t4}\n", "h")
+    only = {t: _cluster(tmp_path, f"  - {{count: 4, gpus: 4, gpu: {t}}}\n", t) for t in ("h200", "t4")}
+    L_of = {t: derive_bounds(p, True, jobs, c)[0] for t, c in only.items()}
+    assert L_of["t4"] < L_of["h200"]  # slower: more GPU-slots per unit of utility
+    for mixed in (h200_first, t4_first(tmp_path)):
+        assert derive_bounds(p, True, jobs, mixed)[0] == pytest.approx(L_of["t4"])

@@ -180,8 +180,10 @@ def derive_bounds(p: GadgetParams, ring_aware: bool, jobs, cluster, speed=None,
         if p.bounds == "theory":
             h = utility_horizon_s(j, p.tail_utility)
             lo.append(p.tail_utility * float(j.utility.max_value) / (per_slot * max(h / slot_s, 1.0)))
-        else:  # "workload": the density of each job's own fastest plan
-            t_iso = j.work_samples / speed.throughput_sps(j.model, j.local_bsz, shape)
+        else:  # "workload": the density of each job's own fastest plan, on its slowest GPU type
+            # (a plan may take any type: L must hold over every type's plans, docs/theory.md s. 11)
+            tput = min(speed.throughput_sps(j.model, j.local_bsz, shape, gpu=t) for t in cluster.gpu_types)
+            t_iso = j.work_samples / tput
             lo.append(float(j.utility.max_value) / (per_slot * max(t_iso / slot_s, 1.0)))
     U = u_max / min_share
     L = min(max(min(lo), U * 1e-12), U / 2)

@@ -170,3 +170,48 @@ def test_a_refit_is_a_reason_to_decide_again(run_jobs, tmp_path):
     decisions = [c for c in calls if c[0] != "finish"]
     assert summary["completed"] == 1 and len(launcher.starts) == 1
     assert len(decisions) >= 2 and decisions[1][0] < summary["jobs"][0]["jct_s"]
+
+
+class SlowStop(StepLauncher):
+    """Stops take ``stop_polls`` polls (a checkpoint under load), so a decision waits."""
+
+    stop_polls = 40
+
+    def _advance(self, aid, run):
+        if run.stopping and not run.killed:
+            run.wait = getattr(run, "wait", self.stop_polls) - 1
+            if run.wait > 0:
+                return []
+        return super()._advance(aid, run)
+
+
+class Script:
+    """A command source that hands out each (clock, command) once the fake clock reaches it."""
+
+    def __init__(self, launcher, timed):
+        self.launcher, self.timed, self.closed = launcher, list(timed), False
+
+    def drain(self):
+        due = [c for t, c in self.timed if t <= self.launcher.t]
+        self.timed = [(t, c) for t, c in self.timed if t > self.launcher.t]
+        self.closed = not self.timed and self.launcher.t > 60.0
+        return due
+
+
+def test_a_hold_is_taken_while_a_decision_waits_for_stops(run_jobs, tmp_path):
+    """b is submitted; srtf preempts the long a for it, and waits for a's (slow) checkpoint;
+    b is held meanwhile: it must never start (the hold is taken during the wait, not after
+    the launch it would otherwise get). Mutant caught: ``_wait_stopped`` not draining commands."""
+    from ringsched.backends.online import Command
+
+    cluster = load_cluster("1x2")
+    a = replace([j for j in run_jobs if j.name == "a"][0], max_workers=2, work_samples=10**6)
+    b = replace([j for j in run_jobs if j.name == "d"][0], name="b", min_workers=2, max_workers=2, model="ncf")
+    launcher = SlowStop(cluster, prior_speed(cluster))
+    commands = Script(launcher, [(3.0, Command("submit", "b", b)), (3.5, Command("hold", "b"))])
+    ctl = Controller([a], cluster, "1x2", make_policy("srtf"), launcher, Journal(tmp_path / "s"),
+                     RunConfig(slot_s=2.0), clock=launcher.clock, commands=commands)
+    ctl.run()
+    assert launcher.violations == []
+    assert [s[1] for s in launcher.starts].count("b") == 0, launcher.starts
+    assert ctl.states["b"].status == "held"

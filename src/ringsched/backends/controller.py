@@ -93,6 +93,7 @@ class Controller:
         self.retry_at: dict[str, float] = {}  # job -> earliest time of its next launch (backoff)
         self.consecutive_faults: dict[str, int] = {}
         self._changed = False  # something the policy should hear of happened since the last decision
+        self._woken = False  # a submission or release came while this decision waited for stops
         self._t0 = clock()
         self._offset = 0.0
         self.wall0 = time.perf_counter()
@@ -198,7 +199,15 @@ class Controller:
                 self.journal.update_job(js.job_id, done_samples=js.done_samples, attained_gpu_s=js.attained_gpu_s)
 
     def _wait_stopped(self) -> None:
-        self.attempts.wait_stopped(None if self.on_tick is None else lambda: self.on_tick(self))
+        """Wait for the stopping attempts, taking users' commands meanwhile (a hold or a cancel
+        is not kept waiting behind a checkpoint; a submission is decided on next)."""
+        def tick() -> None:
+            if self.commands is not None and apply_commands(self, self.commands.drain(), self.now()):
+                self._woken = True
+            if self.on_tick is not None:
+                self.on_tick(self)
+
+        self.attempts.wait_stopped(tick)
 
     def stop_job(self, job_id: str) -> None:
         """A user's cancel or hold: the job leaves the view; its workers checkpoint and stop."""
@@ -319,7 +328,8 @@ class Controller:
                 self.journal.update_job(jid, preemptions=js.preemptions)
                 self.journal.event(t, jid, "preempt", "")
                 self.notify(f"{jid}: preempted")
-        self._changed = False  # what ended meanwhile was this decision's own doing
+        # what ended meanwhile was this decision's own doing; a submission or release was not
+        self._changed, self._woken = self._woken, False
 
     # ------------------------------------------------------------------ progress and launches
     def _materialize(self, js: JobState, t: float) -> None:

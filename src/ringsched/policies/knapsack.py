@@ -1,0 +1,69 @@
+"""The count knapsack of pollux and sia, compiled (numba): pick one count per job maximising the
+sum of per-job values under one GPU budget, as a dynamic program over (job, GPUs used).
+
+Compiled because both policies run it every slot on runs spanning weeks of simulated time
+(docs/suite.md, the suite's runtime); it is the exact twin of the numpy program it replaced
+(``tests/test_pollux_sia.py`` checks the two agree, ties included): the same additions in the
+same order, the first maximum among a job's counts (its smallest count among ties, as
+``np.argmax``), and among the final budgets the first maximum (the fewest GPUs).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def _dp(vals, cnts, lens, budget):  # pragma: no cover - compiled
+    n = vals.shape[0]
+    best = np.full(budget + 1, -np.inf)
+    best[0] = 0.0
+    new = np.empty(budget + 1)
+    pick = np.zeros((n, budget + 1), dtype=np.int64)
+    for j in range(n):
+        for g in range(budget + 1):
+            top = -np.inf
+            at = 0
+            for i in range(lens[j]):
+                src = g - cnts[j, i]
+                cand = best[src] + vals[j, i] if src >= 0 else -np.inf
+                if i == 0 or cand > top:
+                    top = cand
+                    at = i
+            new[g] = top
+            pick[j, g] = at
+        best[:] = new
+    g = 0
+    for b in range(1, budget + 1):
+        if best[b] > best[g]:
+            g = b
+    out = np.zeros(n, dtype=np.int64)
+    for j in range(n - 1, -1, -1):
+        out[j] = cnts[j, pick[j, g]]
+        g -= out[j]
+    return out
+
+
+def solve(vals: np.ndarray, cnts: np.ndarray, lens: np.ndarray, budget: int) -> list[int]:
+    """Chosen count per job; row j of ``vals`` / ``cnts`` holds its first ``lens[j]`` options
+    (the rest is padding, never read)."""
+    if not len(lens):
+        return []
+    out = _dp(np.ascontiguousarray(vals, dtype=np.float64), np.ascontiguousarray(cnts, dtype=np.int64),
+              np.ascontiguousarray(lens, dtype=np.int64), int(budget))
+    return [int(w) for w in out]
+
+
+def padded(values, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-job value and count lists as the (jobs, longest) arrays ``solve`` reads."""
+    lens = np.array([len(c) for c in counts], dtype=np.int64)
+    width = int(lens.max()) if len(lens) else 0
+    vals = np.zeros((len(lens), width))
+    cnts = np.zeros((len(lens), width), dtype=np.int64)
+    for j, (v, c) in enumerate(zip(values, counts)):
+        vals[j, :len(c)] = v
+        cnts[j, :len(c)] = c
+    return vals, cnts, lens

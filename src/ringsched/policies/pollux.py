@@ -32,6 +32,7 @@ interference model (the simulator has none).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -134,17 +135,19 @@ class Pollux(Policy):
         arrays: one elementwise evaluation for all jobs (the same operations per entry as one
         job at a time, so the same floats)."""
         lens = np.array([len(c) for c in counts], dtype=np.int64)
-        width = int(lens.max())
-        scaled = np.zeros((len(jobs), width))
-        cnts = np.zeros((len(jobs), width), dtype=np.int64)
-        factor = np.ones((len(jobs), width))
-        for j, (js, cnt) in enumerate(zip(jobs, counts)):
-            scaled[j, :len(cnt)] = self._scaled(js, cnt, nodes)
-            cnts[j, :len(cnt)] = cnt
-            if self.params.restart_penalty and js.placement:  # a running job's re-allocation (as sia's)
-                changed = cnts[j, :len(cnt)] != len(js.placement)
-                factor[j, :len(cnt)][changed] = restart_factor(js, nodes.now_s, nodes.restart_s)
-        return power_value(scaled * factor, self.params.p), cnts, lens
+        rows = np.repeat(np.arange(len(jobs)), lens)
+        cols = np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
+        scaled = np.zeros((len(jobs), int(lens.max())))
+        cnts = np.zeros(scaled.shape, dtype=np.int64)
+        scaled[rows, cols] = np.concatenate([self._scaled(js, cnt, nodes) for js, cnt in zip(jobs, counts)])
+        cnts[rows, cols] = np.fromiter(itertools.chain.from_iterable(counts), dtype=np.int64, count=len(rows))
+        if self.params.restart_penalty:  # a running job's re-allocation (as sia's)
+            now = np.array([len(js.placement) if js.placement else -1 for js in jobs])
+            factor = np.array([restart_factor(js, nodes.now_s, nodes.restart_s) if js.placement else 1.0
+                               for js in jobs])
+            changed = (now[:, None] >= 0) & (cnts != now[:, None])
+            scaled = np.where(changed, scaled * factor[:, None], scaled)
+        return power_value(scaled, self.params.p), cnts, lens
 
     def _scaled(self, js, cnt: tuple[int, ...], nodes) -> np.ndarray:
         """Goodput at each allowed count over goodput on one GPU and per server's GPUs, on

@@ -112,33 +112,43 @@ class Sia(Policy):
         return out
 
     def _configs(self, js, types, nodes) -> list[tuple[str, int, float]]:
-        """(type, count, term) of every configuration the job may get."""
+        """(type, count, term) of every configuration the job may get; a job without GPUs has
+        no restart factor, so its list is cached whole (the same floats as computed afresh)."""
         j = js.job
         adaptive = j.adaptive_batch and noise_scale(j.model) is not None
         done = round(js.done_at(nodes.now_s) / j.work_samples / DONE_STEP) * DONE_STEP if adaptive else 0.0
+        key = (j.model, j.local_bsz, j.requested_gpus, j.min_workers, j.max_workers, j.rigid, adaptive, done,
+               tuple((t, gps, len(idx), up) for t, (idx, gps, up) in types.items()))
+        norms = self._cache.get(key)
+        if norms is None:
+            norms = self._cache[key] = self._norms(j, done, types, nodes)
+        if not js.placement:
+            terms = self._cache.get(("terms", key))
+            if terms is None:
+                terms = self._cache[("terms", key)] = [(t, w, self._term(n)) for t, w, n in norms]
+            return terms
+        now = (nodes.speed.cluster.servers[js.placement[0]].gpu, len(js.placement))
+        factor = restart_factor(js, nodes.now_s, nodes.restart_s)
+        if nodes.now_s - j.arrival_s < nodes.restart_s:
+            factor = 1.0
+        return [(t, w, self._term(n * (1.0 if (t, w) == now else factor))) for t, w, n in norms]
+
+    def _term(self, norm: float) -> float:
+        return min(max(norm, 1e-12) ** self.params.p, CLIP)
+
+    @staticmethod
+    def _norms(j, done: float, types, nodes) -> list[tuple[str, int, float]]:
+        """(type, count, goodput over the job's smallest positive goodput) of each configuration."""
         raw = []
         for t, (idx, gps, up) in types.items():
             top = min(j.max_workers, up)
             counts = [j.requested_gpus] if j.rigid else server_counts(gps, len(idx))
             counts = tuple(w for w in counts if j.min_workers <= w <= top) or \
                 ((j.min_workers,) if j.min_workers <= top else ())
-            key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, t, counts, gps)
-            g = self._cache.get(key)
-            if g is None:
-                g = self._cache[key] = goodput_table(nodes.speed, j, done, counts, gps, t)
+            g = goodput_table(nodes.speed, j, done, counts, gps, t)
             raw += [(t, w, float(x)) for w, x in zip(counts, g) if x > 0]
-        if not raw:
-            return []
-        low = min(g for _, _, g in raw)
-        now = (nodes.speed.cluster.servers[js.placement[0]].gpu, len(js.placement)) if js.placement else None
-        factor = 1.0 if now is None else restart_factor(js, nodes.now_s, nodes.restart_s)
-        if nodes.now_s - j.arrival_s < nodes.restart_s:
-            factor = 1.0
-        out = []
-        for t, w, g in raw:
-            norm = g / low * (1.0 if (t, w) == now else factor)
-            out.append((t, w, min(max(norm, 1e-12) ** self.params.p, CLIP)))
-        return out
+        low = min((g for _, _, g in raw), default=1.0)
+        return [(t, w, g / low) for t, w, g in raw]
 
     def _solve(self, jobs, configs, types) -> list[tuple[str, int] | None]:
         """The MILP: one binary per (job, configuration); None for a job left without GPUs."""

@@ -60,10 +60,18 @@ def solve(vals: np.ndarray, cnts: np.ndarray, lens: np.ndarray, budget: int) -> 
 def padded(values, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-job value and count lists as the (jobs, longest) arrays ``solve`` reads."""
     lens = np.array([len(c) for c in counts], dtype=np.int64)
-    width = int(lens.max()) if len(lens) else 0
-    vals = np.zeros((len(lens), width))
-    cnts = np.zeros((len(lens), width), dtype=np.int64)
-    for j, (v, c) in enumerate(zip(values, counts)):
-        vals[j, :len(c)] = v
-        cnts[j, :len(c)] = c
-    return vals, cnts, lens
+    flat_vals = np.concatenate([np.asarray(v, dtype=np.float64) for v in values]) if len(lens) else np.zeros(0)
+    flat_cnts = np.fromiter((w for c in counts for w in c), dtype=np.int64, count=int(lens.sum()))
+    return *scatter(flat_vals, flat_cnts, lens), lens
+
+
+def scatter(flat_vals: np.ndarray, flat_cnts: np.ndarray, lens: np.ndarray, lead: int = 0):
+    """The (jobs, longest) arrays ``solve`` reads from options listed job after job (``lens[j]``
+    of job j), each row starting after ``lead`` columns of (count 0, value 0)."""
+    rows = np.repeat(np.arange(len(lens)), lens)
+    cols = lead + np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
+    vals = np.zeros((len(lens), lead + int(lens.max(initial=0))))
+    cnts = np.zeros(vals.shape, dtype=np.int64)
+    vals[rows, cols] = flat_vals
+    cnts[rows, cols] = flat_cnts
+    return vals, cnts

@@ -135,12 +135,9 @@ class Pollux(Policy):
         arrays: one elementwise evaluation for all jobs (the same operations per entry as one
         job at a time, so the same floats)."""
         lens = np.array([len(c) for c in counts], dtype=np.int64)
-        rows = np.repeat(np.arange(len(jobs)), lens)
-        cols = np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
-        scaled = np.zeros((len(jobs), int(lens.max())))
-        cnts = np.zeros(scaled.shape, dtype=np.int64)
-        scaled[rows, cols] = np.concatenate([self._scaled(js, cnt, nodes) for js, cnt in zip(jobs, counts)])
-        cnts[rows, cols] = np.fromiter(itertools.chain.from_iterable(counts), dtype=np.int64, count=len(rows))
+        scaled, cnts = knapsack.scatter(
+            np.concatenate([self._scaled(js, cnt, nodes) for js, cnt in zip(jobs, counts)]),
+            np.fromiter(itertools.chain.from_iterable(counts), dtype=np.int64, count=int(lens.sum())), lens)
         if self.params.restart_penalty:  # a running job's re-allocation (as sia's)
             now = np.array([len(js.placement) if js.placement else -1 for js in jobs])
             factor = np.array([restart_factor(js, nodes.now_s, nodes.restart_s) if js.placement else 1.0

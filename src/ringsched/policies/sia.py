@@ -17,7 +17,7 @@ that penalty).
 Here: goodputs come from ringsched's model (``perfmodel/goodput.py``) on consolidated
 placements of each type; the program is solved by HiGHS (``scipy.optimize.milp``, relative
 gap 1e-4 as the artifact's, time limit ``time_limit_s``), or, on a cluster of one GPU type,
-where it has a single capacity row, exactly by Pollux's knapsack DP (``pollux.best_counts``); the artifact's rounding of the
+where it has a single capacity row, exactly by Pollux's knapsack DP (``knapsack.solve``); the artifact's rounding of the
 terms to two decimals and its migration and non-preemptible rules are left out. Placement, per
 type: jobs whose (type, count) is unchanged keep their servers; the others go largest first,
 one node (the fullest that holds it) or whole empty nodes of their type, shrinking to a
@@ -26,6 +26,7 @@ smaller configuration of that type when fragmentation leaves no room. Periodic, 
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -38,9 +39,10 @@ from scipy.sparse import csr_matrix
 
 from ringsched.perfmodel.efficiency import noise_scale
 from ringsched.perfmodel.goodput import goodput_table
+from ringsched.policies import knapsack
 from ringsched.policies.base import Policy
 from ringsched.policies.common import queue_key, take_all
-from ringsched.policies.pollux import DONE_STEP, best_counts, place_one, restart_factor, server_counts
+from ringsched.policies.pollux import DONE_STEP, place_one, restart_factor, server_counts
 from ringsched.policies.registry import register
 
 CLIP = 3000.0  # largest term (the artifact's sia_goodput_clip_val)
@@ -157,10 +159,13 @@ class Sia(Policy):
             return [None] * len(jobs)
         lam, p = self.params.lambda_n, self.params.p
         if len(types) == 1:  # one capacity row: the knapsack DP solves it exactly, faster
-            counts = [[0] + [w for _, w, _ in cfg] for cfg in configs]
-            gain = [np.array([0.0] + [lam - term if p < 0 else term + lam for _, _, term in cfg]) for cfg in configs]
+            flat = list(itertools.chain.from_iterable(configs))
+            term = np.fromiter((c[2] for c in flat), dtype=np.float64, count=n)
+            lens = np.array([len(c) for c in configs], dtype=np.int64)
+            vals, cnts = knapsack.scatter(lam - term if p < 0 else term + lam,
+                                          np.fromiter((c[1] for c in flat), dtype=np.int64, count=n), lens, lead=1)
             t = next(iter(types))
-            got = best_counts(gain, counts, types[t][2])
+            got = knapsack.solve(vals, cnts, 1 + lens, types[t][2])
             self.last_status = "knapsack (one GPU type)"
             return [(t, w) if w else None for w in got]
         cost = np.empty(n)

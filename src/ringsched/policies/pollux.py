@@ -115,15 +115,15 @@ class Pollux(Policy):
 
     def __init__(self, params: PolluxParams | None = None, **overrides):
         self.params = params or PolluxParams(**overrides)
-        self._speed = None
+        self._speed, self._speed_version = None, 0
         self._tables: dict[tuple, np.ndarray] = {}
 
     def optimize(self, jobs, nodes, previous_allocations):
         jobs = sorted(jobs, key=queue_key)
         free = nodes.capacity.copy()
         budget, gps = int(free.sum()), nodes.gpus_per_server
-        if self._speed is not nodes.speed:
-            self._speed, self._tables = nodes.speed, {}
+        if self._speed is not nodes.speed or self._speed_version != nodes.speed.version:  # refitted: stale
+            self._speed, self._speed_version, self._tables = nodes.speed, nodes.speed.version, {}
         counts = [counts_of(js.job.min_workers, js.job.max_workers, gps, budget) for js in jobs]
         if not jobs:
             return {}

@@ -88,7 +88,7 @@ class Sia(Policy):
 
     def __init__(self, params: SiaParams | None = None, **overrides):
         self.params = params or SiaParams(**overrides)
-        self._speed = None
+        self._speed, self._speed_version = None, 0
         self._cache: dict[tuple, np.ndarray] = {}
         self.last_status = ""  # how the last round was solved (benchmarks/pollux_sia_speed.py counts it)
 
@@ -96,8 +96,8 @@ class Sia(Policy):
         jobs = sorted(jobs, key=queue_key)
         if not jobs:
             return {}
-        if self._speed is not nodes.speed:
-            self._speed, self._cache = nodes.speed, {}
+        if self._speed is not nodes.speed or self._speed_version != nodes.speed.version:  # refitted: stale
+            self._speed, self._speed_version, self._cache = nodes.speed, nodes.speed.version, {}
         types = self._types(nodes)
         configs = [self._configs(js, types, nodes) for js in jobs]
         chosen = self._solve(jobs, configs, types)

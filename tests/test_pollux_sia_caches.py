@@ -21,27 +21,6 @@ from ringsched.policies.sia import Sia
 from ringsched.utility.defaults import jct_utility
 
 
-def numpy_dp(values, counts, budget):
-    """The numpy program pollux used before ``knapsack.solve`` (kept here as its reference)."""
-    best = np.full(budget + 1, -np.inf)
-    best[0] = 0.0
-    g_all = np.arange(budget + 1)
-    choices = []
-    for vals, cnt in zip(values, counts):
-        c = np.asarray(cnt)
-        src = g_all[None, :] - c[:, None]
-        cand = np.where(src >= 0, best[np.maximum(src, 0)] + np.asarray(vals)[:, None], -np.inf)
-        pick = np.argmax(cand, axis=0)
-        best = cand[pick, g_all]
-        choices.append(pick)
-    g = int(np.argmax(best))
-    out = [0] * len(values)
-    for j in range(len(values) - 1, -1, -1):
-        out[j] = counts[j][int(choices[j][g])]
-        g -= out[j]
-    return out
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 8), st.integers(0, 12), st.integers(0, 10_000), st.booleans())
 def test_compiled_knapsack_is_the_twin_of_the_numpy_program_ties_included(n_jobs, budget, seed, ties):
@@ -50,7 +29,7 @@ def test_compiled_knapsack_is_the_twin_of_the_numpy_program_ties_included(n_jobs
               for _ in range(n_jobs)]
     # few distinct values (ties everywhere) or continuous ones; some counts beyond the budget
     values = [rng.integers(0, 3, size=len(c)).astype(float) if ties else rng.normal(size=len(c)) for c in counts]
-    assert knapsack.solve(*knapsack.padded(values, counts), budget) == numpy_dp(values, counts, budget)
+    assert knapsack.solve(*knapsack.padded(values, counts), budget) == knapsack.solve_numpy(values, counts, budget)
 
 
 def _job(i, model="resnet18_cifar10", arrival=0.0):

@@ -75,3 +75,25 @@ def scatter(flat_vals: np.ndarray, flat_cnts: np.ndarray, lens: np.ndarray, lead
     vals[rows, cols] = flat_vals
     cnts[rows, cols] = flat_cnts
     return vals, cnts
+
+
+def solve_numpy(values, counts, budget) -> list[int]:
+    """The numpy program ``solve`` replaced, kept as its reference: tests check the two agree,
+    ``benchmarks/pollux_sia_speed.py`` times one against the other."""
+    best = np.full(budget + 1, -np.inf)
+    best[0] = 0.0
+    g_all = np.arange(budget + 1)
+    choices = []
+    for vals, cnt in zip(values, counts):
+        c = np.asarray(cnt)
+        src = g_all[None, :] - c[:, None]
+        cand = np.where(src >= 0, best[np.maximum(src, 0)] + np.asarray(vals)[:, None], -np.inf)
+        pick = np.argmax(cand, axis=0)
+        best = cand[pick, g_all]
+        choices.append(pick)
+    g = int(np.argmax(best))
+    out = [0] * len(values)
+    for j in range(len(values) - 1, -1, -1):
+        out[j] = counts[j][int(choices[j][g])]
+        g -= out[j]
+    return out

@@ -126,8 +126,8 @@ def knapsack_ratio(n_jobs: int, n_rounds: int, seed: int) -> None:
     for r in range(n_rounds):
         nodes = Nodes(cluster, np.ones(cluster.num_servers, dtype=bool), 200.0 + 60 * r, 60.0, speed, 30.0)
         counts = [counts_of(js.job.min_workers, js.job.max_workers, 4, cluster.total_gpus) for js in states]
-        vals, cnts, lens = pol._values(states, counts, nodes)
-        problems.append(([v[:n] for v, n in zip(vals, lens)], counts, (vals, cnts, lens)))
+        vals, cnts, starts = pol._values(states, counts, nodes)
+        problems.append(([vals[a:b] for a, b in zip(starts, starts[1:])], counts, (vals, cnts, starts)))
         for js in states:
             js.done_samples = min(js.job.work_samples * 0.99,
                                   js.done_samples + js.job.work_samples * float(rng.uniform(0, 0.03)))

@@ -64,7 +64,7 @@ def _fitness(policy, states, nodes, counts):
     total = 0.0
     for js, w in zip(states, counts):
         cnt = allowed_counts(js.job.min_workers, js.job.max_workers, nodes.gpus_per_server, nodes.cluster.total_gpus)
-        total += policy._values([js], [tuple(cnt)], nodes)[0][0, cnt.index(w)]
+        total += policy._values([js], [tuple(cnt)], nodes)[0][cnt.index(w)]
     return total
 
 

@@ -29,7 +29,7 @@ def test_compiled_knapsack_is_the_twin_of_the_numpy_program_ties_included(n_jobs
               for _ in range(n_jobs)]
     # few distinct values (ties everywhere) or continuous ones; some counts beyond the budget
     values = [rng.integers(0, 3, size=len(c)).astype(float) if ties else rng.normal(size=len(c)) for c in counts]
-    assert knapsack.solve(*knapsack.padded(values, counts), budget) == knapsack.solve_numpy(values, counts, budget)
+    assert knapsack.solve(*knapsack.flat(values, counts), budget) == knapsack.solve_numpy(values, counts, budget)
 
 
 def _job(i, model="resnet18_cifar10", arrival=0.0):
@@ -60,7 +60,7 @@ def _pollux_values(pol, js, nodes):
     """The terms a round plans with (the round first: it is where stale tables are dropped)."""
     pol.optimize([js], nodes, {})
     cnt = counts_of(1, 8, nodes.gpus_per_server, int(nodes.capacity.sum()))
-    return pol._values([js], [cnt], nodes)[0][0]
+    return pol._values([js], [cnt], nodes)[0]
 
 
 def test_pollux_tables_follow_a_refit_of_the_speed_model():

@@ -17,20 +17,21 @@ _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
-def _dp(vals, cnts, lens, budget):  # pragma: no cover - compiled
-    n = vals.shape[0]
+def _dp(vals, cnts, starts, budget):  # pragma: no cover - compiled
+    n = len(starts) - 1
     best = np.full(budget + 1, -np.inf)
     best[0] = 0.0
     new = np.empty(budget + 1)
     pick = np.zeros((n, budget + 1), dtype=np.int64)
     for j in range(n):
+        lo, hi = starts[j], starts[j + 1]
         for g in range(budget + 1):
             top = -np.inf
-            at = 0
-            for i in range(lens[j]):
-                src = g - cnts[j, i]
-                cand = best[src] + vals[j, i] if src >= 0 else -np.inf
-                if i == 0 or cand > top:
+            at = lo
+            for i in range(lo, hi):
+                src = g - cnts[i]
+                cand = best[src] + vals[i] if src >= 0 else -np.inf
+                if i == lo or cand > top:
                     top = cand
                     at = i
             new[g] = top
@@ -42,39 +43,47 @@ def _dp(vals, cnts, lens, budget):  # pragma: no cover - compiled
             g = b
     out = np.zeros(n, dtype=np.int64)
     for j in range(n - 1, -1, -1):
-        out[j] = cnts[j, pick[j, g]]
+        out[j] = cnts[pick[j, g]]
         g -= out[j]
     return out
 
 
-def solve(vals: np.ndarray, cnts: np.ndarray, lens: np.ndarray, budget: int) -> list[int]:
-    """Chosen count per job; row j of ``vals`` / ``cnts`` holds its first ``lens[j]`` options
-    (the rest is padding, never read)."""
-    if not len(lens):
+@_jit
+def restarted(scaled, cnts, starts, now, factor):  # pragma: no cover - compiled
+    """``scaled`` with job j's entries at counts other than ``now[j]`` times ``factor[j]``
+    (``now[j] < 0``: not running, none changed): pollux's restart discount, the same products
+    as numpy's."""
+    out = scaled.copy()
+    for j in range(len(starts) - 1):
+        if now[j] >= 0:
+            for i in range(starts[j], starts[j + 1]):
+                if cnts[i] != now[j]:
+                    out[i] = scaled[i] * factor[j]
+    return out
+
+
+def solve(vals: np.ndarray, cnts: np.ndarray, starts: np.ndarray, budget: int) -> list[int]:
+    """Chosen count per job; job j's options are entries ``starts[j]`` to ``starts[j + 1]``
+    of ``vals`` / ``cnts`` (its values and GPU counts)."""
+    if len(starts) < 2:
         return []
-    out = _dp(np.ascontiguousarray(vals, dtype=np.float64), np.ascontiguousarray(cnts, dtype=np.int64),
-              np.ascontiguousarray(lens, dtype=np.int64), int(budget))
-    return [int(w) for w in out]
+    out = _dp(np.asarray(vals, dtype=np.float64), np.asarray(cnts, dtype=np.int64),
+              np.asarray(starts, dtype=np.int64), int(budget))
+    return out.tolist()
 
 
-def padded(values, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-job value and count lists as the (jobs, longest) arrays ``solve`` reads."""
-    lens = np.array([len(c) for c in counts], dtype=np.int64)
-    flat_vals = np.concatenate([np.asarray(v, dtype=np.float64) for v in values]) if len(lens) else np.zeros(0)
-    flat_cnts = np.fromiter((w for c in counts for w in c), dtype=np.int64, count=int(lens.sum()))
-    return *scatter(flat_vals, flat_cnts, lens), lens
+def starts_of(lens) -> np.ndarray:
+    """Where each job's options start in the flat arrays, and the end."""
+    out = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=out[1:])
+    return out
 
 
-def scatter(flat_vals: np.ndarray, flat_cnts: np.ndarray, lens: np.ndarray, lead: int = 0):
-    """The (jobs, longest) arrays ``solve`` reads from options listed job after job (``lens[j]``
-    of job j), each row starting after ``lead`` columns of (count 0, value 0)."""
-    rows = np.repeat(np.arange(len(lens)), lens)
-    cols = lead + np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
-    vals = np.zeros((len(lens), lead + int(lens.max(initial=0))))
-    cnts = np.zeros(vals.shape, dtype=np.int64)
-    vals[rows, cols] = flat_vals
-    cnts[rows, cols] = flat_cnts
-    return vals, cnts
+def flat(values, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-job value and count lists as the flat arrays ``solve`` reads."""
+    vals = np.concatenate([np.asarray(v, dtype=np.float64) for v in values]) if len(values) else np.zeros(0)
+    cnts = np.fromiter((w for c in counts for w in c), dtype=np.int64, count=len(vals))
+    return vals, cnts, starts_of([len(c) for c in counts])
 
 
 def solve_numpy(values, counts, budget) -> list[int]:

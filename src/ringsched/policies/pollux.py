@@ -97,7 +97,7 @@ def power_value(x: np.ndarray, p: float) -> np.ndarray:
 def best_counts(values: list[np.ndarray], counts: list[list[int]], budget: int) -> list[int]:
     """argmax sum_j values[j][i_j] subject to sum_j counts[j][i_j] <= budget (exact DP,
     ``knapsack.solve``; among optima the one found first, which prefers fewer GPUs for later jobs)."""
-    return knapsack.solve(*knapsack.padded(values, counts), budget)
+    return knapsack.solve(*knapsack.flat(values, counts), budget)
 
 
 @lru_cache(maxsize=4096)
@@ -131,20 +131,18 @@ class Pollux(Policy):
         return self._place(jobs, chosen, counts, free, gps, previous_allocations)
 
     def _values(self, jobs, counts, nodes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Power-mean terms of every job at each allowed count, as ``knapsack.solve``'s padded
+        """Power-mean terms of every job at each allowed count, as ``knapsack.solve``'s flat
         arrays: one elementwise evaluation for all jobs (the same operations per entry as one
         job at a time, so the same floats)."""
-        lens = np.array([len(c) for c in counts], dtype=np.int64)
-        scaled, cnts = knapsack.scatter(
-            np.concatenate([self._scaled(js, cnt, nodes) for js, cnt in zip(jobs, counts)]),
-            np.fromiter(itertools.chain.from_iterable(counts), dtype=np.int64, count=int(lens.sum())), lens)
+        scaled = np.concatenate([self._scaled(js, cnt, nodes) for js, cnt in zip(jobs, counts)])
+        cnts = np.fromiter(itertools.chain.from_iterable(counts), dtype=np.int64, count=len(scaled))
+        starts = knapsack.starts_of([len(c) for c in counts])
         if self.params.restart_penalty:  # a running job's re-allocation (as sia's)
-            now = np.array([len(js.placement) if js.placement else -1 for js in jobs])
+            now = np.array([len(js.placement) if js.placement else -1 for js in jobs], dtype=np.int64)
             factor = np.array([restart_factor(js, nodes.now_s, nodes.restart_s) if js.placement else 1.0
                                for js in jobs])
-            changed = (now[:, None] >= 0) & (cnts != now[:, None])
-            scaled = np.where(changed, scaled * factor[:, None], scaled)
-        return power_value(scaled, self.params.p), cnts, lens
+            scaled = knapsack.restarted(scaled, cnts, starts, now, factor)
+        return power_value(scaled, self.params.p), cnts, starts
 
     def _scaled(self, js, cnt: tuple[int, ...], nodes) -> np.ndarray:
         """Goodput at each allowed count over goodput on one GPU and per server's GPUs, on

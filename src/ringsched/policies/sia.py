@@ -26,7 +26,6 @@ smaller configuration of that type when fragmentation leaves no room. Periodic, 
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import sys
@@ -159,13 +158,17 @@ class Sia(Policy):
             return [None] * len(jobs)
         lam, p = self.params.lambda_n, self.params.p
         if len(types) == 1:  # one capacity row: the knapsack DP solves it exactly, faster
-            flat = list(itertools.chain.from_iterable(configs))
-            term = np.fromiter((c[2] for c in flat), dtype=np.float64, count=n)
-            lens = np.array([len(c) for c in configs], dtype=np.int64)
-            vals, cnts = knapsack.scatter(lam - term if p < 0 else term + lam,
-                                          np.fromiter((c[1] for c in flat), dtype=np.int64, count=n), lens, lead=1)
+            gain = [0.0] * (n + len(configs))  # each job's options: count 0 (no GPUs), then its configurations
+            cnts = [0] * len(gain)
+            k = 0
+            for cfg in configs:
+                for _, w, term in cfg:
+                    k += 1
+                    gain[k], cnts[k] = (lam - term if p < 0 else term + lam), w
+                k += 1
             t = next(iter(types))
-            got = knapsack.solve(vals, cnts, 1 + lens, types[t][2])
+            got = knapsack.solve(np.array(gain), np.array(cnts, dtype=np.int64),
+                                 knapsack.starts_of([1 + len(c) for c in configs]), types[t][2])
             self.last_status = "knapsack (one GPU type)"
             return [(t, w) if w else None for w in got]
         cost = np.empty(n)

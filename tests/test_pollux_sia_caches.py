@@ -83,7 +83,7 @@ def test_pollux_tables_follow_progress_that_moves_statistical_efficiency():
 
 def _sia_configs(pol, js, nodes):
     pol.optimize([js], nodes, {})
-    return pol._configs(js, pol._types(nodes), nodes)
+    return pol._configs(js, *pol._types(nodes), nodes)
 
 
 def test_sia_configurations_follow_a_refit_and_progress():
@@ -108,3 +108,11 @@ def test_sia_caches_terms_of_waiting_jobs_only():
     # the current configuration keeps its term; every other one carries the restart factor
     for (t, w, term), (_, _, fresh) in zip(placed, waiting):
         assert (term == fresh) == ((t, w) == ("h200", 2)), (t, w)
+
+
+def test_sia_types_follow_the_servers_up():
+    speed, pol = SpeedModel(parse_spec("3x4")), Sia()
+    assert pol._types(_nodes(speed))[1] == (("h200", 4, 3, 12),)
+    down = Nodes(speed.cluster, np.array([True, False, True]), 500.0, 60.0, speed, 30.0)
+    types, kinds = pol._types(down)
+    assert kinds == (("h200", 4, 3, 8),) and types["h200"][2] == 8

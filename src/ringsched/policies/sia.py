@@ -89,6 +89,7 @@ class Sia(Policy):
         self.params = params or SiaParams(**overrides)
         self._speed, self._speed_version = None, 0
         self._cache: dict[tuple, np.ndarray] = {}
+        self._types_memo = None  # (cluster, servers up, types, kinds) of the last round
         self.last_status = ""  # how the last round was solved (benchmarks/pollux_sia_speed.py counts it)
 
     def optimize(self, jobs, nodes, previous_allocations):
@@ -97,29 +98,34 @@ class Sia(Policy):
             return {}
         if self._speed is not nodes.speed or self._speed_version != nodes.speed.version:  # refitted: stale
             self._speed, self._speed_version, self._cache = nodes.speed, nodes.speed.version, {}
-        types = self._types(nodes)
-        configs = [self._configs(js, types, nodes) for js in jobs]
+        types, kinds = self._types(nodes)
+        configs = [self._configs(js, types, kinds, nodes) for js in jobs]
         chosen = self._solve(jobs, configs, types)
         return self._place(jobs, chosen, configs, types, nodes, previous_allocations)
 
-    def _types(self, nodes) -> dict[str, tuple[np.ndarray, int, int]]:
-        """type -> (its servers, GPUs per server, GPUs up)."""
-        out = {}
-        gpu = np.array([s.gpu for s in nodes.cluster.servers])
-        cap = nodes.capacity
-        for t in nodes.cluster.gpu_types:
-            idx = np.flatnonzero(gpu == t)
-            out[t] = (idx, int(nodes.cluster.gpus[idx].max()), int(cap[idx].sum()))
-        return out
+    def _types(self, nodes) -> tuple[dict[str, tuple[np.ndarray, int, int]], tuple]:
+        """type -> (its servers, GPUs per server, GPUs up), and the same without the server
+        lists (what goodput tables depend on: a cache key); kept while the servers up are."""
+        up = nodes.up.tobytes()
+        memo = self._types_memo
+        if memo is None or memo[0] is not nodes.cluster or memo[1] != up:
+            out = {}
+            gpu = np.array([s.gpu for s in nodes.cluster.servers])
+            cap = nodes.capacity
+            for t in nodes.cluster.gpu_types:
+                idx = np.flatnonzero(gpu == t)
+                out[t] = (idx, int(nodes.cluster.gpus[idx].max()), int(cap[idx].sum()))
+            kinds = tuple((t, gps, len(idx), n_up) for t, (idx, gps, n_up) in out.items())
+            memo = self._types_memo = (nodes.cluster, up, out, kinds)
+        return memo[2], memo[3]
 
-    def _configs(self, js, types, nodes) -> list[tuple[str, int, float]]:
+    def _configs(self, js, types, kinds, nodes) -> list[tuple[str, int, float]]:
         """(type, count, term) of every configuration the job may get; a job without GPUs has
         no restart factor, so its list is cached whole (the same floats as computed afresh)."""
         j = js.job
         adaptive = j.adaptive_batch and noise_scale(j.model) is not None
         done = round(js.done_at(nodes.now_s) / j.work_samples / DONE_STEP) * DONE_STEP if adaptive else 0.0
-        key = (j.model, j.local_bsz, j.requested_gpus, j.min_workers, j.max_workers, j.rigid, adaptive, done,
-               tuple((t, gps, len(idx), up) for t, (idx, gps, up) in types.items()))
+        key = (j.model, j.local_bsz, j.requested_gpus, j.min_workers, j.max_workers, j.rigid, adaptive, done, kinds)
         norms = self._cache.get(key)
         if norms is None:
             norms = self._cache[key] = self._norms(j, done, types, nodes)

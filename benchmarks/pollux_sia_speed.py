@@ -1,6 +1,6 @@
 """Decision time of the pollux and sia policies with 100 active jobs on 64 GPUs.
 
-    python benchmarks/pollux_sia_speed.py [--jobs 100] [--rounds 40] [--seed 0] [--cell-jobs 150]
+    python benchmarks/pollux_sia_speed.py [--jobs 100] [--rounds 40] [--seed 0] [--cell-workload philly-0e4a51-small] [--cell-jobs 120]
 
 Targets (issue 18): pollux p99 < 1 s on 16x4 T4 (64 GPUs); sia p99 < 2 s on 64 GPUs of three
 types (8 H200 servers of 4, 4 T4 servers of 4, and 4 servers of a synthetic third type
@@ -15,8 +15,9 @@ the reference: one greedy pass, no goodput search). Timings on a shared machine 
 Two more lines (docs/suite.md, the suite's runtime): the count knapsack compiled
 (``knapsack.solve``) against the numpy program it replaced (``knapsack.solve_numpy``, the
 reference) on the knapsacks of pollux's 16x4 rounds, checking they pick the same counts; and
-whole suite cells of the overloaded ``syn-3`` workload (its first ``--cell-jobs`` jobs, seed 0,
-exact estimates) with pollux and sia, as ratios of wall time to fifo's cell in the same process.
+whole suite cells of an overloaded workload (``--cell-workload``, its first ``--cell-jobs``
+jobs, seed 0, exact estimates; skipped without the shared traces) with pollux and sia, as
+ratios of wall time to fifo's cell in the same process.
 """
 
 from __future__ import annotations
@@ -143,16 +144,19 @@ def knapsack_ratio(n_jobs: int, n_rounds: int, seed: int) -> None:
           f"ratio {wall['numpy'][1] / wall['compiled'][1]:.0f}x faster, same counts: {same}", flush=True)
 
 
-def cell_ratios(cell_jobs: int) -> None:
-    """Suite cells (syn-3, its first ``cell_jobs`` jobs): wall time per policy over fifo's."""
+def cell_ratios(name: str, cell_jobs: int) -> None:
+    """Suite cells (workload ``name``, its first ``cell_jobs`` jobs): wall time per policy over fifo's."""
     import dataclasses
 
     from ringsched.experiment.suite import Cell, run_cell
     from ringsched.experiment.workloads import WORKLOADS
 
-    w = dataclasses.replace(next(x for x in WORKLOADS if x.name == "syn-3"), limit=cell_jobs)
+    w = dataclasses.replace(next(x for x in WORKLOADS if x.name == name), limit=cell_jobs)
+    if w.needs() is not None and not w.needs().exists():
+        print(f"suite cell {name}: skipped ({w.needs()} not found; set RINGSCHED_SHARED)", flush=True)
+        return
     walls = {p: run_cell(Cell(w, 0, "exact", p))["wall_s"] for p in ("fifo", "pollux", "sia")}
-    print(f"suite cell syn-3 (first {cell_jobs} jobs, seed 0, exact): " + ", ".join(
+    print(f"suite cell {name} (first {cell_jobs} jobs, seed 0, exact): " + ", ".join(
         f"{p} {walls[p]:.1f} s ({walls[p] / walls['fifo']:.1f}x fifo)" for p in ("pollux", "sia"))
         + f", fifo {walls['fifo']:.2f} s", flush=True)
 
@@ -162,10 +166,11 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--cell-jobs", type=int, default=150)
+    ap.add_argument("--cell-workload", default="philly-0e4a51-small")
+    ap.add_argument("--cell-jobs", type=int, default=120)
     args = ap.parse_args(argv)
     knapsack_ratio(args.jobs, args.rounds, args.seed)
-    cell_ratios(args.cell_jobs)
+    cell_ratios(args.cell_workload, args.cell_jobs)
     measure("pollux", "16x4,gpu=t4", None, args.jobs, args.rounds, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         root = third_type(Path(tmp) / "profiles")

@@ -1,6 +1,6 @@
 """Decision time of the pollux and sia policies with 100 active jobs on 64 GPUs.
 
-    python benchmarks/pollux_sia_speed.py [--jobs 100] [--rounds 40] [--seed 0]
+    python benchmarks/pollux_sia_speed.py [--jobs 100] [--rounds 40] [--seed 0] [--cell-workload philly-0e4a51-small] [--cell-jobs 120]
 
 Targets (issue 18): pollux p99 < 1 s on 16x4 T4 (64 GPUs); sia p99 < 2 s on 64 GPUs of three
 types (8 H200 servers of 4, 4 T4 servers of 4, and 4 servers of a synthetic third type
@@ -11,6 +11,13 @@ between rounds so goodput tables are recomputed as in a run. Each round is one d
 after the previous round's answer was applied (restarts counted). Prints p50 / p99 / max per
 policy and the ratio to optimus' decision on the same states in the same process (optimus is
 the reference: one greedy pass, no goodput search). Timings on a shared machine are noisy.
+
+Two more lines (docs/suite.md, the suite's runtime): the count knapsack compiled
+(``knapsack.solve``) against the numpy program it replaced (``knapsack.solve_numpy``, the
+reference) on the knapsacks of pollux's 16x4 rounds, checking they pick the same counts; and
+whole suite cells of an overloaded workload (``--cell-workload``, its first ``--cell-jobs``
+jobs, seed 0, exact estimates; skipped without the shared traces) with pollux and sia, as
+ratios of wall time to fifo's cell in the same process.
 """
 
 from __future__ import annotations
@@ -105,12 +112,65 @@ def measure(name: str, spec: str, profiles_dir, n_jobs: int, n_rounds: int, seed
           flush=True)
 
 
+def knapsack_ratio(n_jobs: int, n_rounds: int, seed: int) -> None:
+    """Compiled DP against the numpy reference on the knapsacks of pollux's rounds."""
+    from ringsched.cluster import load_cluster
+    from ringsched.perfmodel.speed import SpeedModel
+    from ringsched.policies import knapsack
+    from ringsched.policies.base import Nodes
+    from ringsched.policies.pollux import Pollux, counts_of
+
+    cluster = load_cluster("16x4,gpu=t4")
+    speed, pol = SpeedModel(cluster), Pollux()
+    states, rng = make_states(n_jobs, seed), np.random.default_rng(seed)
+    problems = []
+    for r in range(n_rounds):
+        nodes = Nodes(cluster, np.ones(cluster.num_servers, dtype=bool), 200.0 + 60 * r, 60.0, speed, 30.0)
+        counts = [counts_of(js.job.min_workers, js.job.max_workers, 4, cluster.total_gpus) for js in states]
+        vals, cnts, starts = pol._values(states, counts, nodes)
+        problems.append(([vals[a:b] for a, b in zip(starts, starts[1:])], counts, (vals, cnts, starts)))
+        for js in states:
+            js.done_samples = min(js.job.work_samples * 0.99,
+                                  js.done_samples + js.job.work_samples * float(rng.uniform(0, 0.03)))
+    knapsack.solve(*problems[0][2], cluster.total_gpus)  # compile (or load numba's cache) first
+    wall = {}
+    for name, run in (("numpy", lambda v, c, a: knapsack.solve_numpy(v, c, cluster.total_gpus)),
+                      ("compiled", lambda v, c, a: knapsack.solve(*a, cluster.total_gpus))):
+        w0 = time.perf_counter()
+        wall[name] = [run(*pr) for pr in problems], time.perf_counter() - w0
+    same = wall["numpy"][0] == wall["compiled"][0]
+    print(f"knapsack of {n_jobs} jobs on {cluster.total_gpus} GPUs, {n_rounds} rounds: compiled "
+          f"{wall['compiled'][1] / n_rounds * 1e3:.3f} ms, numpy reference {wall['numpy'][1] / n_rounds * 1e3:.3f} ms, "
+          f"ratio {wall['numpy'][1] / wall['compiled'][1]:.0f}x faster, same counts: {same}", flush=True)
+
+
+def cell_ratios(name: str, cell_jobs: int) -> None:
+    """Suite cells (workload ``name``, its first ``cell_jobs`` jobs): wall time per policy over fifo's."""
+    import dataclasses
+
+    from ringsched.experiment.suite import Cell, run_cell
+    from ringsched.experiment.workloads import WORKLOADS
+
+    w = dataclasses.replace(next(x for x in WORKLOADS if x.name == name), limit=cell_jobs)
+    if w.needs() is not None and not w.needs().exists():
+        print(f"suite cell {name}: skipped ({w.needs()} not found; set RINGSCHED_SHARED)", flush=True)
+        return
+    walls = {p: run_cell(Cell(w, 0, "exact", p))["wall_s"] for p in ("fifo", "pollux", "sia")}
+    print(f"suite cell {name} (first {cell_jobs} jobs, seed 0, exact): " + ", ".join(
+        f"{p} {walls[p]:.1f} s ({walls[p] / walls['fifo']:.1f}x fifo)" for p in ("pollux", "sia"))
+        + f", fifo {walls['fifo']:.2f} s", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cell-workload", default="philly-0e4a51-small")
+    ap.add_argument("--cell-jobs", type=int, default=120)
     args = ap.parse_args(argv)
+    knapsack_ratio(args.jobs, args.rounds, args.seed)
+    cell_ratios(args.cell_workload, args.cell_jobs)
     measure("pollux", "16x4,gpu=t4", None, args.jobs, args.rounds, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         root = third_type(Path(tmp) / "profiles")

@@ -64,7 +64,7 @@ def _fitness(policy, states, nodes, counts):
     total = 0.0
     for js, w in zip(states, counts):
         cnt = allowed_counts(js.job.min_workers, js.job.max_workers, nodes.gpus_per_server, nodes.cluster.total_gpus)
-        total += policy._values(js, cnt, nodes)[cnt.index(w)]
+        total += policy._values([js], [tuple(cnt)], nodes)[0][cnt.index(w)]
     return total
 
 
@@ -123,8 +123,8 @@ def test_sia_solves_its_program_exactly_and_rings_stay_on_one_type(tmp_path, spe
     states = _states(jobs)
     nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 500.0, 60.0, sp, 30.0)
     pol = Sia()
-    types = pol._types(nodes)
-    configs = [pol._configs(js, types, nodes) for js in states]
+    types, kinds = pol._types(nodes)
+    configs = [pol._configs(js, types, kinds, nodes) for js in states]
     chosen = pol._solve(states, configs, types)
 
     def cost(pick):

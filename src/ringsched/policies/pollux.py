@@ -32,13 +32,16 @@ interference model (the simulator has none).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ringsched.perfmodel.efficiency import noise_scale
 from ringsched.perfmodel.goodput import goodput_table
+from ringsched.policies import knapsack
 from ringsched.policies.base import Policy
 from ringsched.policies.common import queue_key, take_all
 from ringsched.policies.registry import register
@@ -92,26 +95,15 @@ def power_value(x: np.ndarray, p: float) -> np.ndarray:
 
 
 def best_counts(values: list[np.ndarray], counts: list[list[int]], budget: int) -> list[int]:
-    """argmax sum_j values[j][i_j] subject to sum_j counts[j][i_j] <= budget (exact DP;
-    among optima the one found first, which prefers fewer GPUs for later jobs)."""
-    best = np.full(budget + 1, -np.inf)
-    best[0] = 0.0
-    g_all = np.arange(budget + 1)
-    choices = []
-    for vals, cnt in zip(values, counts):
-        c = np.asarray(cnt)
-        src = g_all[None, :] - c[:, None]  # (counts, budget + 1): GPUs used before this job
-        cand = np.where(src >= 0, best[np.maximum(src, 0)] + np.asarray(vals)[:, None], -np.inf)
-        pick = np.argmax(cand, axis=0)  # the first maximum: the smallest count among ties
-        best = cand[pick, g_all]
-        choices.append(pick)
-    g = int(np.argmax(best))
-    out = [0] * len(values)
-    for j in range(len(values) - 1, -1, -1):
-        i = int(choices[j][g])
-        out[j] = counts[j][i]
-        g -= out[j]
-    return out
+    """argmax sum_j values[j][i_j] subject to sum_j counts[j][i_j] <= budget (exact DP,
+    ``knapsack.solve``; among optima the one found first, which prefers fewer GPUs for later jobs)."""
+    return knapsack.solve(*knapsack.flat(values, counts), budget)
+
+
+@lru_cache(maxsize=4096)
+def counts_of(min_w: int, max_w: int, gps: int, total: int) -> tuple[int, ...]:
+    """``allowed_counts`` as a tuple, memoised: every round asks it of every job."""
+    return tuple(allowed_counts(min_w, max_w, gps, total))
 
 
 @register
@@ -123,43 +115,49 @@ class Pollux(Policy):
 
     def __init__(self, params: PolluxParams | None = None, **overrides):
         self.params = params or PolluxParams(**overrides)
-        self._speed = None
+        self._speed, self._speed_version = None, 0
         self._tables: dict[tuple, np.ndarray] = {}
 
     def optimize(self, jobs, nodes, previous_allocations):
         jobs = sorted(jobs, key=queue_key)
         free = nodes.capacity.copy()
         budget, gps = int(free.sum()), nodes.gpus_per_server
-        if self._speed is not nodes.speed:
-            self._speed, self._tables = nodes.speed, {}
-        counts, values = [], []
-        for js in jobs:
-            cnt = allowed_counts(js.job.min_workers, js.job.max_workers, gps, budget)
-            counts.append(cnt)
-            values.append(self._values(js, cnt, nodes))
-        chosen = best_counts(values, counts, budget)
+        if self._speed is not nodes.speed or self._speed_version != nodes.speed.version:  # refitted: stale
+            self._speed, self._speed_version, self._tables = nodes.speed, nodes.speed.version, {}
+        counts = [counts_of(js.job.min_workers, js.job.max_workers, gps, budget) for js in jobs]
+        if not jobs:
+            return {}
+        chosen = knapsack.solve(*self._values(jobs, counts, nodes), budget)
         return self._place(jobs, chosen, counts, free, gps, previous_allocations)
 
-    def _values(self, js, cnt: list[int], nodes) -> np.ndarray:
-        """Per-job power-mean terms at each allowed count."""
-        base, good = self._goodput(js, cnt, nodes)
-        scaled = good / base / nodes.gpus_per_server if base > 0 else np.zeros_like(good)
-        if self.params.restart_penalty and js.placement:  # a running job's re-allocation (as sia's)
-            factor = restart_factor(js, nodes.now_s, nodes.restart_s)
-            scaled = np.where(np.asarray(cnt) != len(js.placement), scaled * factor, scaled)
-        return power_value(scaled, self.params.p)
+    def _values(self, jobs, counts, nodes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Power-mean terms of every job at each allowed count, as ``knapsack.solve``'s flat
+        arrays: one elementwise evaluation for all jobs (the same operations per entry as one
+        job at a time, so the same floats)."""
+        scaled = np.concatenate([self._scaled(js, cnt, nodes) for js, cnt in zip(jobs, counts)])
+        cnts = np.fromiter(itertools.chain.from_iterable(counts), dtype=np.int64, count=len(scaled))
+        starts = knapsack.starts_of([len(c) for c in counts])
+        if self.params.restart_penalty:  # a running job's re-allocation (as sia's)
+            now = np.array([len(js.placement) if js.placement else -1 for js in jobs], dtype=np.int64)
+            factor = np.array([restart_factor(js, nodes.now_s, nodes.restart_s) if js.placement else 1.0
+                               for js in jobs])
+            scaled = knapsack.restarted(scaled, cnts, starts, now, factor)
+        return power_value(scaled, self.params.p), cnts, starts
 
-    def _goodput(self, js, cnt: list[int], nodes) -> tuple[float, np.ndarray]:
-        """(goodput on one GPU, goodput at each allowed count) on consolidated placements,
-        cached per (model, batch, progress rounded to DONE_STEP for adaptive jobs)."""
+    def _scaled(self, js, cnt: tuple[int, ...], nodes) -> np.ndarray:
+        """Goodput at each allowed count over goodput on one GPU and per server's GPUs, on
+        consolidated placements, cached per (model, batch, progress rounded to DONE_STEP for
+        adaptive jobs, counts); the cache is dropped with the speed model it was read from."""
         j = js.job
         adaptive = j.adaptive_batch and noise_scale(j.model) is not None
         done = round(js.done_at(nodes.now_s) / j.work_samples / DONE_STEP) * DONE_STEP if adaptive else 0.0
-        key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, tuple(cnt))
+        key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, cnt)
         t = self._tables.get(key)
         if t is None:
-            t = self._tables[key] = goodput_table(nodes.speed, j, done, [1] + cnt, nodes.gpus_per_server)
-        return float(t[0]), t[1:]
+            table = goodput_table(nodes.speed, j, done, [1, *cnt], nodes.gpus_per_server)
+            base, good = float(table[0]), table[1:]
+            t = self._tables[key] = good / base / nodes.gpus_per_server if base > 0 else np.zeros_like(good)
+        return t
 
     def _place(self, jobs, chosen, counts, free, gps, previous):
         out = {}

@@ -17,7 +17,7 @@ that penalty).
 Here: goodputs come from ringsched's model (``perfmodel/goodput.py``) on consolidated
 placements of each type; the program is solved by HiGHS (``scipy.optimize.milp``, relative
 gap 1e-4 as the artifact's, time limit ``time_limit_s``), or, on a cluster of one GPU type,
-where it has a single capacity row, exactly by Pollux's knapsack DP (``pollux.best_counts``); the artifact's rounding of the
+where it has a single capacity row, exactly by Pollux's knapsack DP (``knapsack.solve``); the artifact's rounding of the
 terms to two decimals and its migration and non-preemptible rules are left out. Placement, per
 type: jobs whose (type, count) is unchanged keep their servers; the others go largest first,
 one node (the fullest that holds it) or whole empty nodes of their type, shrinking to a
@@ -38,9 +38,10 @@ from scipy.sparse import csr_matrix
 
 from ringsched.perfmodel.efficiency import noise_scale
 from ringsched.perfmodel.goodput import goodput_table
+from ringsched.policies import knapsack
 from ringsched.policies.base import Policy
 from ringsched.policies.common import queue_key, take_all
-from ringsched.policies.pollux import DONE_STEP, best_counts, place_one, restart_factor, server_counts
+from ringsched.policies.pollux import DONE_STEP, place_one, restart_factor, server_counts
 from ringsched.policies.registry import register
 
 CLIP = 3000.0  # largest term (the artifact's sia_goodput_clip_val)
@@ -86,59 +87,75 @@ class Sia(Policy):
 
     def __init__(self, params: SiaParams | None = None, **overrides):
         self.params = params or SiaParams(**overrides)
-        self._speed = None
+        self._speed, self._speed_version = None, 0
         self._cache: dict[tuple, np.ndarray] = {}
+        self._types_memo = None  # (cluster, servers up, types, kinds) of the last round
         self.last_status = ""  # how the last round was solved (benchmarks/pollux_sia_speed.py counts it)
 
     def optimize(self, jobs, nodes, previous_allocations):
         jobs = sorted(jobs, key=queue_key)
         if not jobs:
             return {}
-        if self._speed is not nodes.speed:
-            self._speed, self._cache = nodes.speed, {}
-        types = self._types(nodes)
-        configs = [self._configs(js, types, nodes) for js in jobs]
+        if self._speed is not nodes.speed or self._speed_version != nodes.speed.version:  # refitted: stale
+            self._speed, self._speed_version, self._cache = nodes.speed, nodes.speed.version, {}
+        types, kinds = self._types(nodes)
+        configs = [self._configs(js, types, kinds, nodes) for js in jobs]
         chosen = self._solve(jobs, configs, types)
         return self._place(jobs, chosen, configs, types, nodes, previous_allocations)
 
-    def _types(self, nodes) -> dict[str, tuple[np.ndarray, int, int]]:
-        """type -> (its servers, GPUs per server, GPUs up)."""
-        out = {}
-        gpu = np.array([s.gpu for s in nodes.cluster.servers])
-        cap = nodes.capacity
-        for t in nodes.cluster.gpu_types:
-            idx = np.flatnonzero(gpu == t)
-            out[t] = (idx, int(nodes.cluster.gpus[idx].max()), int(cap[idx].sum()))
-        return out
+    def _types(self, nodes) -> tuple[dict[str, tuple[np.ndarray, int, int]], tuple]:
+        """type -> (its servers, GPUs per server, GPUs up), and the same without the server
+        lists (what goodput tables depend on: a cache key); kept while the servers up are."""
+        up = nodes.up.tobytes()
+        memo = self._types_memo
+        if memo is None or memo[0] is not nodes.cluster or memo[1] != up:
+            out = {}
+            gpu = np.array([s.gpu for s in nodes.cluster.servers])
+            cap = nodes.capacity
+            for t in nodes.cluster.gpu_types:
+                idx = np.flatnonzero(gpu == t)
+                out[t] = (idx, int(nodes.cluster.gpus[idx].max()), int(cap[idx].sum()))
+            kinds = tuple((t, gps, len(idx), n_up) for t, (idx, gps, n_up) in out.items())
+            memo = self._types_memo = (nodes.cluster, up, out, kinds)
+        return memo[2], memo[3]
 
-    def _configs(self, js, types, nodes) -> list[tuple[str, int, float]]:
-        """(type, count, term) of every configuration the job may get."""
+    def _configs(self, js, types, kinds, nodes) -> list[tuple[str, int, float]]:
+        """(type, count, term) of every configuration the job may get; a job without GPUs has
+        no restart factor, so its list is cached whole (the same floats as computed afresh)."""
         j = js.job
         adaptive = j.adaptive_batch and noise_scale(j.model) is not None
         done = round(js.done_at(nodes.now_s) / j.work_samples / DONE_STEP) * DONE_STEP if adaptive else 0.0
+        key = (j.model, j.local_bsz, j.requested_gpus, j.min_workers, j.max_workers, j.rigid, adaptive, done, kinds)
+        norms = self._cache.get(key)
+        if norms is None:
+            norms = self._cache[key] = self._norms(j, done, types, nodes)
+        if not js.placement:
+            terms = self._cache.get(("terms", key))
+            if terms is None:
+                terms = self._cache[("terms", key)] = [(t, w, self._term(n)) for t, w, n in norms]
+            return terms
+        now = (nodes.speed.cluster.servers[js.placement[0]].gpu, len(js.placement))
+        factor = restart_factor(js, nodes.now_s, nodes.restart_s)
+        if nodes.now_s - j.arrival_s < nodes.restart_s:
+            factor = 1.0
+        return [(t, w, self._term(n * (1.0 if (t, w) == now else factor))) for t, w, n in norms]
+
+    def _term(self, norm: float) -> float:
+        return min(max(norm, 1e-12) ** self.params.p, CLIP)
+
+    @staticmethod
+    def _norms(j, done: float, types, nodes) -> list[tuple[str, int, float]]:
+        """(type, count, goodput over the job's smallest positive goodput) of each configuration."""
         raw = []
         for t, (idx, gps, up) in types.items():
             top = min(j.max_workers, up)
             counts = [j.requested_gpus] if j.rigid else server_counts(gps, len(idx))
             counts = tuple(w for w in counts if j.min_workers <= w <= top) or \
                 ((j.min_workers,) if j.min_workers <= top else ())
-            key = (j.model, j.local_bsz, j.requested_gpus, adaptive, done, t, counts, gps)
-            g = self._cache.get(key)
-            if g is None:
-                g = self._cache[key] = goodput_table(nodes.speed, j, done, counts, gps, t)
+            g = goodput_table(nodes.speed, j, done, counts, gps, t)
             raw += [(t, w, float(x)) for w, x in zip(counts, g) if x > 0]
-        if not raw:
-            return []
-        low = min(g for _, _, g in raw)
-        now = (nodes.speed.cluster.servers[js.placement[0]].gpu, len(js.placement)) if js.placement else None
-        factor = 1.0 if now is None else restart_factor(js, nodes.now_s, nodes.restart_s)
-        if nodes.now_s - j.arrival_s < nodes.restart_s:
-            factor = 1.0
-        out = []
-        for t, w, g in raw:
-            norm = g / low * (1.0 if (t, w) == now else factor)
-            out.append((t, w, min(max(norm, 1e-12) ** self.params.p, CLIP)))
-        return out
+        low = min((g for _, _, g in raw), default=1.0)
+        return [(t, w, g / low) for t, w, g in raw]
 
     def _solve(self, jobs, configs, types) -> list[tuple[str, int] | None]:
         """The MILP: one binary per (job, configuration); None for a job left without GPUs."""
@@ -147,10 +164,17 @@ class Sia(Policy):
             return [None] * len(jobs)
         lam, p = self.params.lambda_n, self.params.p
         if len(types) == 1:  # one capacity row: the knapsack DP solves it exactly, faster
-            counts = [[0] + [w for _, w, _ in cfg] for cfg in configs]
-            gain = [np.array([0.0] + [lam - term if p < 0 else term + lam for _, _, term in cfg]) for cfg in configs]
+            gain = [0.0] * (n + len(configs))  # each job's options: count 0 (no GPUs), then its configurations
+            cnts = [0] * len(gain)
+            k = 0
+            for cfg in configs:
+                for _, w, term in cfg:
+                    k += 1
+                    gain[k], cnts[k] = (lam - term if p < 0 else term + lam), w
+                k += 1
             t = next(iter(types))
-            got = best_counts(gain, counts, types[t][2])
+            got = knapsack.solve(np.array(gain), np.array(cnts, dtype=np.int64),
+                                 knapsack.starts_of([1 + len(c) for c in configs]), types[t][2])
             self.last_status = "knapsack (one GPU type)"
             return [(t, w) if w else None for w in got]
         cost = np.empty(n)

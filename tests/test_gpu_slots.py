@@ -69,20 +69,33 @@ def test_device_index_numbers_the_emulated_servers_gpus_in_order():
 
 
 def test_nccl_only_on_a_gpu_the_machine_has():
-    gpus = (2, 2)
-    assert choose_device(1, 1, gpus, MACHINE, device_count=4) == gpu_slots.DeviceChoice("nccl", "3")
-    assert choose_device(1, 0, gpus, MACHINE, device_count=4).visible_devices == "2"
-    assert choose_device(1, 1, gpus, MACHINE, device_count=3) == CPU  # fewer GPUs than the spec
-    assert choose_device(1, 1, gpus, NODE, device_count=2) == gpu_slots.DeviceChoice("nccl", "1")
-    assert choose_device(0, 0, gpus, MACHINE, device_count=0) == CPU
-    assert choose_device(0, None, gpus, MACHINE, device_count=4) == CPU
-    assert CPU.device == "cpu" and choose_device(0, 0, gpus, MACHINE, 1).device == "cuda:0"
+    gpus, p, slots = (2, 2), (0, 1, 1), (0, 0, 1)  # ranks on devices 0, 2, 3 of an emulated 2x2
+    assert choose_device(2, p, slots, gpus, MACHINE, device_count=4) == gpu_slots.DeviceChoice("nccl", "3")
+    assert choose_device(1, p, slots, gpus, MACHINE, device_count=4).visible_devices == "2"
+    assert choose_device(0, p, slots, gpus, MACHINE, device_count=4).device == "cuda:0"
+    assert choose_device(0, p, slots, gpus, MACHINE, device_count=0) == CPU
+    assert choose_device(0, p, (), gpus, MACHINE, device_count=4) == CPU
+    assert CPU.device == "cpu" and CPU.backend == "gloo"
+
+
+def test_fewer_gpus_than_the_spec_puts_the_whole_attempt_on_the_cpu():
+    gpus, p, slots = (2, 2), (0, 1, 1), (0, 0, 1)
+    # device 3 is missing: rank 0 (device 0 exists) must not pick NCCL while its peers use gloo
+    assert [choose_device(r, p, slots, gpus, MACHINE, device_count=3) for r in range(3)] == [CPU] * 3
+    assert choose_device(0, (0, 0), (0, 1), gpus, MACHINE, device_count=3).backend == "nccl"
+
+
+def test_on_a_node_of_its_own_the_slot_is_the_device():
+    gpus, p, slots = (2, 2), (0, 1), (1, 1)
+    assert choose_device(1, p, slots, gpus, NODE, device_count=2) == gpu_slots.DeviceChoice("nccl", "1")
+    assert choose_device(1, p, slots, gpus, NODE, device_count=1) == CPU
 
 
 def test_an_inherited_allotment_is_respected():
-    gpus = (2, 2)
-    assert choose_device(1, 0, gpus, MACHINE, device_count=4, inherited_visible="4,5,6,7").visible_devices == "6"
-    assert choose_device(0, 1, gpus, MACHINE, device_count=0, inherited_visible="") == CPU
+    gpus, p, slots = (2, 2), (0, 1), (0, 0)
+    assert choose_device(1, p, slots, gpus, MACHINE, 4, inherited_visible="4,5,6,7").visible_devices == "6"
+    assert choose_device(1, p, slots, gpus, MACHINE, 4, inherited_visible="4,5") == CPU
+    assert choose_device(0, p, slots, gpus, MACHINE, 0, inherited_visible="") == CPU
 
 
 def test_bind_device_sets_cuda_visible_devices_only_for_nccl(monkeypatch):
@@ -90,11 +103,19 @@ def test_bind_device_sets_cuda_visible_devices_only_for_nccl(monkeypatch):
 
     cfg = {"rank": 1, "placement": [0, 1], "slots": [0, 1], "gpus_per_server": [2, 2], "gpu_numbering": MACHINE}
     env: dict = {}
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    # NVML counts what the variable shows, without initialising CUDA
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(env["CUDA_VISIBLE_DEVICES"].split(","))
+                        if "CUDA_VISIBLE_DEVICES" in env else 4)
     assert worker.bind_device(cfg, env) == gpu_slots.DeviceChoice("nccl", "3") and env == {"CUDA_VISIBLE_DEVICES": "3"}
+    env = {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}  # an allotment of all four: the same choice, narrowed
+    assert worker.bind_device(cfg, env).visible_devices == "3" and env == {"CUDA_VISIBLE_DEVICES": "3"}
+    env = {}
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)  # CUDA already read the variable
+    assert worker.bind_device(cfg, env) == CPU and env == {}
     env = {}
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     assert worker.bind_device(cfg, env) == CPU and env == {}
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     assert worker.bind_device({"rank": 0, "placement": [0]}, {}) == CPU  # a config without slots
 
 

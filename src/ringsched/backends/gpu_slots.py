@@ -70,22 +70,27 @@ def device_index(server: int, slot: int, gpus_per_server: Sequence[int], numberi
     raise ValueError(f"unknown GPU numbering {numbering!r} (expected {MACHINE!r} or {NODE!r})")
 
 
-def choose_device(server: int, slot: int | None, gpus_per_server: Sequence[int], numbering: str,
-                  device_count: int, inherited_visible: str | None = None) -> DeviceChoice:
-    """NCCL on the slot's GPU when the machine shows that many devices, gloo on the CPU
-    otherwise (no slot, no GPUs, or fewer GPUs than the cluster spec has on this machine).
+def choose_device(rank: int, placement: Placement, slots: Sequence[int], gpus_per_server: Sequence[int],
+                  numbering: str, device_count: int, inherited_visible: str | None = None) -> DeviceChoice:
+    """NCCL on rank ``rank``'s slot GPU when the machine shows it, gloo on the CPU otherwise (no
+    slots, no GPUs, or fewer GPUs than the cluster spec puts on this machine).
+
+    With ``MACHINE`` numbering every rank of the attempt is on this machine, so all ranks
+    decide alike: NCCL only if every rank's GPU is there (one backend per group). With ``NODE``
+    numbering each node decides for its own ranks.
 
     ``device_count`` counts the devices this process sees, i.e. those ``inherited_visible``
     (the CUDA_VISIBLE_DEVICES it was started with, e.g. by Slurm) names when it is set; the
     chosen GPU is then that list's entry, so the rank never escapes its allotment."""
-    if slot is None or device_count <= 0:
+    if not slots or device_count <= 0:
         return CPU
-    index = device_index(server, slot, gpus_per_server, numbering)
-    if index >= device_count:
-        return CPU
-    if inherited_visible is not None and inherited_visible.strip():
+    names = None
+    if inherited_visible is not None:
         names = [v.strip() for v in inherited_visible.split(",") if v.strip()]
-        if index >= len(names):
-            return CPU
-        return DeviceChoice("nccl", names[index])
-    return DeviceChoice("nccl", str(index))
+        device_count = min(device_count, len(names))
+    ranks = range(len(placement)) if numbering == MACHINE else (rank,)
+    indices = [device_index(int(placement[r]), int(slots[r]), gpus_per_server, numbering) for r in ranks]
+    if max(indices) >= device_count:
+        return CPU
+    index = device_index(int(placement[rank]), int(slots[rank]), gpus_per_server, numbering)
+    return DeviceChoice("nccl", names[index] if names is not None else str(index))

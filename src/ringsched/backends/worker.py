@@ -336,14 +336,23 @@ def bind_device(cfg: dict, environ=os.environ) -> gpu_slots.DeviceChoice:
     import torch
 
     slots = cfg.get("slots") or ()
-    rank = int(cfg["rank"])
-    if not slots or not cfg.get("placement"):
+    if not slots:
         return gpu_slots.CPU
-    choice = gpu_slots.choose_device(int(cfg["placement"][rank]), int(slots[rank]), cfg["gpus_per_server"],
+    choice = gpu_slots.choose_device(int(cfg["rank"]), cfg["placement"], slots, cfg["gpus_per_server"],
                                      str(cfg.get("gpu_numbering", gpu_slots.MACHINE)), torch.cuda.device_count(),
                                      environ.get("CUDA_VISIBLE_DEVICES"))
-    if choice.visible_devices is not None:
-        environ["CUDA_VISIBLE_DEVICES"] = choice.visible_devices
+    if choice.visible_devices is None:
+        return choice
+    inherited = environ.get("CUDA_VISIBLE_DEVICES")
+    environ["CUDA_VISIBLE_DEVICES"] = choice.visible_devices
+    if torch.cuda.device_count() != 1:  # CUDA read the variable before us (no NVML): cuda:0 is not ours
+        print("ringsched: CUDA was initialised before CUDA_VISIBLE_DEVICES could be set; gloo on the CPU",
+              flush=True)
+        if inherited is None:
+            del environ["CUDA_VISIBLE_DEVICES"]
+        else:
+            environ["CUDA_VISIBLE_DEVICES"] = inherited
+        return gpu_slots.CPU
     return choice
 
 

@@ -155,3 +155,41 @@ def test_the_controller_gives_live_ranks_distinct_slots(tmp_path):
     assert [j["status"] for j in summary["jobs"]] == ["completed"] * 5
     assert launcher.violations == []
     assert launcher.max_shared_server >= 2  # two live ranks on one server did happen
+
+
+def test_prepare_moves_the_model_before_restoring_it(tmp_path):
+    """The optimizer's restored state must follow its parameters onto the rank's device."""
+    import threading
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    from ringsched.backends import ckpt_store
+
+    class Recording(nn.Linear):
+        calls: list = []
+
+        def to(self, *a, **k):
+            self.calls.append(("to", a))
+            return super().to(*a, **k)
+
+        def load_state_dict(self, *a, **k):
+            self.calls.append(("load", ()))
+            return super().load_state_dict(*a, **k)
+
+    net = Recording(3, 2)
+    info = ckpt_store.save(tmp_path, 0, {"format": ckpt_store.CKPT_FORMAT, "job": "j", "step": 4, "samples": 64,
+                                         "done": False, "world": 1, "model": net.state_dict(), "optim": None,
+                                         "state": {}})
+    cfg = {"job": "j", "rank": 0, "world": 1, "local_bsz": 4, "work_samples": 100, "resume": {
+        "path": info["path"], "sha256": info["sha256"], "step": 4, "samples": 64}}
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        ctx = worker.TrainContext(cfg, lambda ev: None, threading.Event(), device="cpu")
+        ctx.prepare(net, torch.optim.SGD(net.parameters(), lr=0.1))
+    finally:
+        dist.destroy_process_group()
+    assert [c[0] for c in Recording.calls][:2] == ["to", "load"] and Recording.calls[0][1] == ("cpu",)
+    x, y = torch.zeros(2), torch.ones(2)
+    assert ctx.to_device(x) is x and ctx.to_device(x, y) == (x, y)  # the CPU path moves nothing

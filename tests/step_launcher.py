@@ -5,7 +5,8 @@ its placement's true step time allows (``true_speed``, a SpeedModel the test set
 than the controller's prior, so the controller refits it mid-run) and reports them as the
 workers do (``started``, ``progress`` with measured step times, ``checkpoint`` files with their
 checksum, ``done`` or ``stopped``, one ``exit`` per rank). It also checks, as it goes, what no
-launcher may be asked: a job started twice at once, or a server given more workers than GPUs.
+launcher may be asked: a job started twice at once, a server given more workers than GPUs, or
+a GPU slot given to two live ranks.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class StepLauncher:
         self.pending: list = []
         self.starts: list[tuple[float, str, tuple]] = []  # (clock, job, placement) of every start
         self.violations: list[str] = []
+        self.max_shared_server = 0  # the most live ranks one server held at once
 
     def clock(self) -> float:
         return self.t
@@ -51,8 +53,13 @@ class StepLauncher:
             for s in (r.attempt.placement if r is not None else attempt.placement):
                 used[s] += 1
         over = [s for s, n in enumerate(used) if n > int(self.cluster.gpus[s])]
+        self.max_shared_server = max(self.max_shared_server, *used)
         if over:
             self.violations.append(f"server {over[0]} over capacity at {self.t} starting {job}")
+        held = {(s, k) for r in self.runs.values() for s, k in zip(r.attempt.placement, r.config["slots"])}
+        mine = list(zip(attempt.placement, config["slots"], strict=True))
+        if len(set(mine)) < len(mine) or held & set(mine):
+            self.violations.append(f"{job} given GPU slots {mine} at {self.t} while others hold {sorted(held)}")
         j = attempt.job
         step_s = self.true_speed.step_time_s(j.model, j.local_bsz, self.true_speed.shape(attempt.placement))
         resume = config["resume"] or {"samples": 0, "step": 0}

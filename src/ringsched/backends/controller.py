@@ -28,6 +28,7 @@ import numpy as np
 
 from ringsched.backends import ckpt_store, faults, outcomes
 from ringsched.backends.attempts import Attempts
+from ringsched.backends.gpu_slots import assign_slots
 from ringsched.backends.jobs_file import RunJob, jobs_digest
 from ringsched.backends.journal import Journal, StateWriteError
 from ringsched.backends.launcher import MIN_STEPS, Attempt, Launcher, LauncherError
@@ -372,8 +373,9 @@ class Controller:
         aid = self.journal.start_attempt(js.job_id, p, servers=shape[1], max_per_server=shape[2], local_bsz=j.local_bsz,
                                          model=j.model, started_s=t, start_samples=start_samples, predicted_step_s=pred,
                                          informed=j.model in self.fitted)
+        slots = assign_slots(p, ((a.placement, a.slots) for a in self.attempts.live.values()), self.cluster.gpus)
         att = Attempt(aid, j, p, t, pred, start_samples, samples=start_samples, launched_mono=self.clock(),
-                      resume_seq=choice.row["seq"] if choice.row else None)
+                      resume_seq=choice.row["seq"] if choice.row else None, slots=slots)
         js.placement = p
         js.last_start_s = t
         js.mark_s = js.run_from_s = t
@@ -393,6 +395,7 @@ class Controller:
     def _start(self, att: Attempt, j: RunJob, choice: ckpt_store.Choice) -> None:
         config = {"job": j.name, "attempt": att.id, "entry": j.entry, "paths": list(j.paths), "local_bsz": j.local_bsz,
                   "work_samples": j.work_samples, "seed": j.seed, "args": j.args, "placement": list(att.placement),
+                  "slots": list(att.slots), "gpus_per_server": [int(g) for g in self.cluster.gpus],
                   "ckpt_dir": str(self.ckpt_folder(j.name)), "resume": choice.resume(),
                   "ckpt_every_s": self.cfg.ckpt_every_s,
                   "report_every_s": self.cfg.report_every_s, "timeout_s": self.cfg.worker_timeout_s,

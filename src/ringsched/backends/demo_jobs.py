@@ -93,7 +93,8 @@ def _synthetic_regression(n: int, features: int, seed: int):
 def _train(ctx, net, opt, x, y, loss_fn) -> None:
     model = ctx.prepare(net, opt)
     for idx in ctx.batches(len(x)):
-        loss = loss_fn(model(x[idx]), y[idx])
+        xb, yb = ctx.to_device(x[idx], y[idx])  # the rank's GPU under NCCL, else the CPU
+        loss = loss_fn(model(xb), yb)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -159,7 +160,8 @@ def broken(ctx) -> None:
     for n, idx in enumerate(ctx.batches(len(x))):
         if n >= fail_at:
             raise RuntimeError(f"broken on purpose at step {ctx.step}")
-        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+        xb, yb = ctx.to_device(x[idx], y[idx])
+        loss = nn.functional.cross_entropy(model(xb), yb)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

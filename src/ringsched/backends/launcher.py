@@ -41,6 +41,7 @@ class Attempt:
     nodes: dict[int, str] = field(default_factory=dict)  # rank -> node id (Ray)
     launched_mono: float = 0.0  # the controller's monotonic clock at launch
     resume_seq: int | None = None  # the journaled checkpoint it resumed from
+    slots: tuple[int, ...] = ()  # rank -> GPU slot on its server (``gpu_slots.assign_slots``)
 
     @property
     def world(self) -> int:
@@ -62,7 +63,9 @@ class Launcher(ABC):
     @abstractmethod
     def start(self, attempt: Attempt, config: dict) -> None:
         """Start ``attempt.world`` workers; ``config`` is the worker config without rank,
-        world and rendezvous address (the launcher adds them)."""
+        world, rendezvous address and GPU numbering (the launcher adds them: ``gpu_numbering``
+        says whether the servers' GPUs are this machine's, ``gpu_slots.MACHINE``, or each
+        node's own, ``gpu_slots.NODE``)."""
 
     @abstractmethod
     def stop(self, attempt: Attempt) -> None:

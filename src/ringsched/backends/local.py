@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringsched.backends import channel
+from ringsched.backends import channel, gpu_slots
 from ringsched.backends.launcher import Attempt, Launcher, LauncherError
 from ringsched.backends.faults import CHANNEL_LOST, ZYGOTE_LOST
 from ringsched.backends.worker import PREFIX
@@ -280,7 +280,8 @@ class LocalLauncher(Launcher):
         try:
             for w in ws:
                 cfg = dict(config, rank=w.rank, world=attempt.world, master_addr="127.0.0.1", master_port=port,
-                           log_path=str(log_dir / f"attempt{attempt.id}-rank{w.rank}.log"))
+                           log_path=str(log_dir / f"attempt{attempt.id}-rank{w.rank}.log"),
+                           gpu_numbering=gpu_slots.MACHINE)  # every emulated server's GPUs are this machine's
                 cmd = {"key": w.key, "token": w.token, "cfg": cfg, "channel": list(self.channel)}
                 self.zygote.stdin.write(json.dumps(cmd) + "\n")
             self.zygote.stdin.flush()

@@ -35,6 +35,7 @@ import threading
 import time
 from pathlib import Path
 
+from ringsched.backends import gpu_slots
 from ringsched.backends.launcher import Attempt, Launcher, LauncherError
 from ringsched.backends.faults import LAUNCH_FAILED
 from ringsched.cluster.model import Cluster
@@ -143,6 +144,8 @@ class RayLauncher(Launcher):
         self.state_dir = Path(state_dir)
         self.started_ray = False
         self.loopback = address is None  # a local instance: everything on 127.0.0.1
+        # a local instance emulates every server on this machine; on a cluster each node is one server
+        self.numbering = gpu_slots.MACHINE if self.loopback else gpu_slots.NODE
         if not ray.is_initialized():
             kwargs = dict(include_dashboard=False, logging_level="ERROR", log_to_driver=False,
                           configure_logging=True)
@@ -166,7 +169,10 @@ class RayLauncher(Launcher):
             raise InputError("the Ray cluster lacks the custom resources naming the servers: "
                              + ", ".join(missing) + " (start each node with "
                              "--resources '{\"server_I\": SLOTS}')", field="address")
-        self.actor_cls = ray.remote(num_cpus=0, max_concurrency=2)(WorkerActor)
+        # Ray hides every GPU (CUDA_VISIBLE_DEVICES="") from an actor that asks for none; the
+        # server_i resources are the slots here, so the worker binds its slot's GPU itself
+        self.actor_cls = ray.remote(num_cpus=0, max_concurrency=2, runtime_env={
+            "env_vars": {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}})(WorkerActor)
         self.attempts: dict[int, _RayAttempt] = {}
         self.pending: list[tuple[int, int, dict]] = []
         self.lock = threading.Lock()
@@ -199,7 +205,7 @@ class RayLauncher(Launcher):
             refs = []
             for rank, actor in enumerate(ra.actors):
                 cfg = dict(config, rank=rank, world=att.world, master_addr=ip, master_port=port,
-                           log_path=str(log_dir / f"attempt{att.id}-rank{rank}.log"))
+                           log_path=str(log_dir / f"attempt{att.id}-rank{rank}.log"), gpu_numbering=self.numbering)
                 refs.append(actor.run.remote(cfg))
             with self.lock:
                 ra.refs = refs

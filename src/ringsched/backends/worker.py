@@ -1,7 +1,8 @@
 """The training process body, shared by the local and the Ray backends.
 
 One worker = one process (a local subprocess or a Ray actor) = one rank of a PyTorch
-DistributedDataParallel group over gloo (whose all-reduce is a ring). The job's entry point
+DistributedDataParallel group: over NCCL on its slot's GPU when the machine has that GPU,
+over gloo on the CPU otherwise (``bind_device``; both all-reduce in a ring). The job's entry point
 ``module:function`` receives a :class:`TrainContext` and trains through it::
 
     def main(ctx):
@@ -10,7 +11,8 @@ DistributedDataParallel group over gloo (whose all-reduce is a ring). The job's 
         opt = torch.optim.SGD(net.parameters(), lr=0.05)
         model = ctx.prepare(net, opt)          # restores the checkpoint if any, wraps in DDP
         for idx in ctx.batches(len(dataset)):  # this rank's share of each global batch
-            loss = loss_fn(model(X[idx]), y[idx])
+            xb, yb = ctx.to_device(X[idx], y[idx])  # the rank's GPU, or the CPU
+            loss = loss_fn(model(xb), yb)
             opt.zero_grad(); loss.backward(); opt.step()
             ctx.log(loss)
 
@@ -49,7 +51,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
-from ringsched.backends import ckpt_store
+from ringsched.backends import ckpt_store, gpu_slots
 
 PREFIX = "@@ringsched "
 EXIT_USER_ERROR = 3
@@ -87,7 +89,7 @@ def is_comm_error(e: BaseException) -> bool:
 class TrainContext:
     """What an entry point sees: its rank, batch, seed, args, and the training protocol."""
 
-    def __init__(self, cfg: dict, emit: Emit, stop: threading.Event):
+    def __init__(self, cfg: dict, emit: Emit, stop: threading.Event, device: str = "cpu"):
         self.job: str = cfg["job"]
         self.attempt: int = int(cfg.get("attempt", 0))
         self.rank: int = int(cfg["rank"])
@@ -99,6 +101,7 @@ class TrainContext:
         self.args: dict = dict(cfg.get("args", {}))
         self.placement: list[int] = list(cfg.get("placement", []))
         self.server: int | None = self.placement[self.rank] if self.placement else None
+        self.device: str = device  # "cuda:0" (its one visible GPU, under NCCL) or "cpu"
         self.step = 0
         self.samples_done = 0
         self.resumed = False
@@ -157,20 +160,27 @@ class TrainContext:
 
     # ------------------------------------------------------------------ public API
     def prepare(self, model, optimizer=None):
-        """Restore ``model`` (and ``optimizer``) from the job's checkpoint if there is one,
-        then wrap the model in DistributedDataParallel. Call once, before ``batches``."""
+        """Move ``model`` to the rank's device, restore it (and ``optimizer``) from the job's
+        checkpoint if there is one, then wrap it in DistributedDataParallel. Call once, before
+        ``batches``. (Moved first: the optimizer's restored state follows its parameters.)"""
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         if self._model is not None:
             raise EntryError("ctx.prepare was called twice")
+        model.to(self.device)
         if self._blob is not None:
             model.load_state_dict(self._blob["model"])
             if optimizer is not None and self._blob.get("optim") is not None:
                 optimizer.load_state_dict(self._blob["optim"])
             self._blob = None
         self._model, self._opt = model, optimizer
-        self._ddp = DDP(model)
+        self._ddp = DDP(model, device_ids=[0]) if self.device.startswith("cuda") else DDP(model)
         return self._ddp
+
+    def to_device(self, *tensors):
+        """The tensors on the rank's device (one tensor alone, several as a tuple)."""
+        moved = tuple(t.to(self.device, non_blocking=True) for t in tensors)
+        return moved[0] if len(moved) == 1 else moved
 
     def log(self, loss) -> None:
         """Record this step's loss (a float or a one-element tensor)."""
@@ -194,7 +204,7 @@ class TrainContext:
         warm = 0
         prev_yield = None  # an iteration: from one yield to the next, checkpoint saves excluded
         saved_s = 0.0
-        flag = torch.zeros(2, dtype=torch.int64)
+        flag = torch.zeros(2, dtype=torch.int64, device=self.device)  # NCCL reduces GPU tensors only
         while True:
             if prev_yield is not None:  # the entry finished a step
                 self.step += 1
@@ -318,8 +328,36 @@ def _error_kind(e: BaseException, stage: str) -> tuple[str, int]:
     return "user", EXIT_USER_ERROR
 
 
+def bind_device(cfg: dict, environ=os.environ) -> gpu_slots.DeviceChoice:
+    """Choose this rank's device (``gpu_slots.choose_device``) and, for NCCL, leave it its one
+    GPU in CUDA_VISIBLE_DEVICES. Called in the worker process before CUDA is initialised:
+    ``torch.cuda.device_count`` counts through NVML without initialising CUDA, so the
+    variable set here still takes effect (the zygote imports torch but never touches CUDA)."""
+    import torch
+
+    slots = cfg.get("slots") or ()
+    if not slots:
+        return gpu_slots.CPU
+    choice = gpu_slots.choose_device(int(cfg["rank"]), cfg["placement"], slots, cfg["gpus_per_server"],
+                                     str(cfg.get("gpu_numbering", gpu_slots.MACHINE)), torch.cuda.device_count(),
+                                     environ.get("CUDA_VISIBLE_DEVICES"))
+    if choice.visible_devices is None:
+        return choice
+    inherited = environ.get("CUDA_VISIBLE_DEVICES")
+    environ["CUDA_VISIBLE_DEVICES"] = choice.visible_devices
+    if torch.cuda.device_count() != 1:  # CUDA read the variable before us (no NVML): cuda:0 is not ours
+        print("ringsched: CUDA was initialised before CUDA_VISIBLE_DEVICES could be set; gloo on the CPU",
+              flush=True)
+        if inherited is None:
+            del environ["CUDA_VISIBLE_DEVICES"]
+        else:
+            environ["CUDA_VISIBLE_DEVICES"] = inherited
+        return gpu_slots.CPU
+    return choice
+
+
 def run_worker(cfg: dict, emit: Emit, stop: threading.Event) -> int:
-    """One rank of one attempt of a job: join the gloo group, run the entry, report.
+    """One rank of one attempt of a job: join the group (NCCL or gloo), run the entry, report.
 
     Returns the exit status: 0, EXIT_USER_ERROR, EXIT_COMM_ERROR, EXIT_CKPT_ERROR or
     EXIT_INFRA_ERROR (an ``error`` event says what happened)."""
@@ -330,13 +368,17 @@ def run_worker(cfg: dict, emit: Emit, stop: threading.Event) -> int:
     rank, world = int(cfg["rank"]), int(cfg["world"])
     stage = "init"
     try:
+        choice = bind_device(cfg)
+        if choice.backend == "nccl":  # said in the rank's log (the CPU path writes nothing)
+            print(f"ringsched: rank {rank} on GPU {choice.visible_devices} (CUDA_VISIBLE_DEVICES), nccl", flush=True)
+            torch.cuda.set_device(0)
         store = rendezvous_store(cfg)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
+        dist.init_process_group(choice.backend, store=store, rank=rank, world_size=world,
                                 timeout=timedelta(seconds=float(cfg.get("timeout_s", 120))))
         stage = "entry"  # importing the entry module is the user's code (and may allow-list checkpoint types)
         fn = resolve_entry(cfg["entry"], cfg.get("paths", ()))
         stage = "setup"
-        ctx = TrainContext(cfg, emit, stop)
+        ctx = TrainContext(cfg, emit, stop, device=choice.device)
         emit({"ev": "started", "pid": os.getpid(), "step": ctx.step, "samples": ctx.samples_done})
         stage = "entry"
         fn(ctx)

@@ -23,6 +23,17 @@ from ringsched.backends.state_lock import StateLock
 from ringsched.errors import InputError
 
 BACKENDS = ("local", "ray")
+
+
+def check_execution_options(backend: str, slot_s: float, checkpoint_s: float, address: str | None) -> None:
+    """The options ``run`` and ``serve`` share, checked before any work (one line, exit 2)."""
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}", field="backend")
+    for name, v in (("slot-s", slot_s), ("checkpoint-s", checkpoint_s)):
+        if not (math.isfinite(v) and v > 0):
+            raise InputError(f"--{name} must be a positive number, got {v:g}", field=name)
+    if address is not None and backend != "ray":
+        raise InputError("--address applies to --backend ray only", field="address")
 EXIT_STATE_ERROR = 3  # the state directory refused a write, or the backend cannot run workers
 
 
@@ -118,13 +129,7 @@ def run(
     from ringsched.cluster.model import load_cluster
     from ringsched.policies import make_policy
 
-    if backend not in BACKENDS:
-        raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}", field="backend")
-    for name, v in (("slot-s", slot_s), ("checkpoint-s", checkpoint_s)):
-        if not (math.isfinite(v) and v > 0):
-            raise InputError(f"--{name} must be a positive number, got {v:g}", field=name)
-    if address is not None and backend != "ray":
-        raise InputError("--address applies to --backend ray only", field="address")
+    check_execution_options(backend, slot_s, checkpoint_s, address)
     pol = make_policy(policy)
     cl = load_cluster(cluster)
     run_jobs = load_jobs(jobs)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import sys
@@ -13,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ringsched.cli.run_cmd import BACKENDS, EXIT_STATE_ERROR
+from ringsched.cli.run_cmd import EXIT_STATE_ERROR, check_execution_options
 from ringsched.errors import InputError
 
 EPILOG = "Example: ringsched serve --backend local --cluster 2x2 --state state/ --port 8642"
@@ -43,13 +42,7 @@ def serve(
     from ringsched.backends.journal import StateWriteError
     from ringsched.service.server import ServeOptions, serve as run_service
 
-    if backend not in BACKENDS:
-        raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}", field="backend")
-    for name, v in (("slot-s", slot_s), ("checkpoint-s", checkpoint_s)):
-        if not (math.isfinite(v) and v > 0):
-            raise InputError(f"--{name} must be a positive number, got {v:g}", field=name)
-    if address is not None and backend != "ray":
-        raise InputError("--address applies to --backend ray only", field="address")
+    check_execution_options(backend, slot_s, checkpoint_s, address)
     if state.exists() and not state.is_dir():
         raise InputError(f"--state {state} exists and is not a directory", field="state")
     err = Console(stderr=True)

@@ -14,6 +14,11 @@ from ringsched.experiment.objectives.registry import Objective, declares, regist
 from ringsched.utility.functions import DeadlineUtility
 
 
+def _one_of(name: str, v: str, allowed: tuple[str, ...]) -> None:
+    if v not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {v!r}")
+
+
 def _pos(name: str, v: float, *, zero: bool = False) -> None:
     if not (math.isfinite(v) and (v >= 0 if zero else v > 0)):
         raise ValueError(f"{name} must be a {'non-negative' if zero else 'positive'} number, got {v}")
@@ -74,8 +79,7 @@ class DeadlineParams:
         _pos("slack", self.slack)
         _pos("floor_s", self.floor_s, zero=True)
         _pos("decay_per_s", self.decay_per_s, zero=True)
-        if self.weigh not in WEIGHTS:
-            raise ValueError(f"weigh must be one of {', '.join(WEIGHTS)}, got {self.weigh!r}")
+        _one_of("weigh", self.weigh, WEIGHTS)
 
 
 @register_objective
@@ -133,8 +137,7 @@ class EnergyParams:
     def __post_init__(self):
         _pos("usd_per_kwh", self.usd_per_kwh, zero=True)
         _pos("utility_per_usd", self.utility_per_usd, zero=True)
-        if self.price not in ENERGY_PRICES:
-            raise ValueError(f"price must be one of {', '.join(ENERGY_PRICES)}, got {self.price!r}")
+        _one_of("price", self.price, ENERGY_PRICES)
 
 
 @register_objective
@@ -255,8 +258,7 @@ class ConvergenceParams:
         _pos("min_delta", self.min_delta, zero=True)
         if self.patience < 1 or self.min_epochs < 1:
             raise ValueError("patience and min_epochs must be >= 1")
-        if self.stop not in STOPS:
-            raise ValueError(f"stop must be one of {', '.join(STOPS)}, got {self.stop!r}")
+        _one_of("stop", self.stop, STOPS)
 
 
 @register_objective

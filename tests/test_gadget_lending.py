@@ -1,0 +1,226 @@
+"""GADGET's lending of idle GPUs (policies/gadget/lending.py, book.py): top-ups grow a planned
+job and give the GPUs back to a commitment; a plan starting now stays where its job runs; rings
+pack within the slack; late starts; lending order past the utility horizon; early runs
+committed within the lookahead; never more rings on a NIC than it holds."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from ringsched.cluster.model import parse_spec
+from ringsched.job import Job
+from ringsched.policies import JobState
+from ringsched.policies.gadget.book import Plan
+from ringsched.policies.gadget.policy import Gadget
+from ringsched.utility.functions import SigmoidUtility
+from test_gadget import U, job, nodes
+
+
+def test_top_up_grows_a_planned_job_and_gives_the_gpus_back_to_a_commitment():
+    c = parse_spec("1x8")
+    g = Gadget(restart_s=30.0)
+    a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)
+    n0 = nodes(c)
+    g._ensure(n0, [a])
+    g.book.commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1))  # two GPUs for a long time
+    out = g.optimize([a], n0, {})
+    assert out["j0"] == (0,) * 8  # six idle GPUs lent on top of the two committed
+    # later the lent GPUs stay while idle ...
+    out2 = g.optimize([a], nodes(c, 300.0), {"j0": out["j0"]})
+    assert out2["j0"] == (0,) * 8
+    # ... and go back as soon as another job's plan needs them; the commitment stays whole
+    b = JobState(job(1, 300.0, 4, 3600, c), 1, 3600.0)
+    g.book.commit("j1", Plan([(2, 20, (0, 0, 0, 0))], 6000.0, 1.0, 0.1))
+    out3 = g.optimize([a, b], nodes(c, 600.0), {"j0": out["j0"]})
+    assert out3["j1"] == (0,) * 4
+    assert Counter((0, 0)) <= Counter(out3["j0"]) and len(out3["j0"]) <= 4
+
+
+def test_top_up_waits_when_a_restart_cannot_pay():
+    c = parse_spec("1x8")
+    g = Gadget()
+    a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)
+    n0 = nodes(c, restart_s=10_000.0)  # a restart costs more than the lookahead: never worth it
+    g._ensure(n0, [a])
+    g.book.commit("j0", Plan([(0, 200, (0, 0))], 60_000.0, 1.0, 0.1))
+    assert g.optimize([a], n0, {})["j0"] == (0, 0)
+    assert Gadget(top_up=False).p.top_up is False
+
+
+def test_a_plan_starting_now_stays_where_its_job_already_runs():
+    c = parse_spec("3x4")
+    g = Gadget(top_up=False)
+    a = JobState(job(0, 0.0, 2, 3600, c), 0, 3600.0)
+    n1 = nodes(c, 300.0)
+    g._ensure(n1, [a])
+    g.book.commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))  # planned on server 1 from slot 1
+    out = g.optimize([a], n1, {"j0": (0, 0)})  # it already runs on lent GPUs of server 0
+    assert out["j0"] == (0, 0) and g.plans["j0"].segments == [(1, 10, (0, 0))]
+    used = g.ledger.window(1, 10)[0]
+    assert (used[0] == 2).all() and (used[1] == 0).all()  # the reservation moved with it
+    # when its servers are committed to others in the segment, the job moves to its plan
+    g2 = Gadget(top_up=False)
+    g2._ensure(n1, [a])
+    g2.book.commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))
+    g2.book.commit("other", Plan([(5, 8, (0, 0, 0))], 2400.0, 1.0, 0.1))
+    b = JobState(job(1, 0.0, 3, 3600, c), 1, 3600.0)
+    assert g2.optimize([a, b], n1, {"j0": (0, 0)})["j0"] == (1, 1)
+    # and a different shape (a ring over two servers) is not a place to stay
+    g3 = Gadget(top_up=False)
+    g3._ensure(n1, [a])
+    g3.book.commit("j0", Plan([(1, 10, (1, 1))], 3000.0, 1.0, 0.1))
+    assert g3.optimize([a], n1, {"j0": (0, 2)})["j0"] == (1, 1)
+
+
+def test_one_server_rings_pack_onto_the_fullest_server_within_the_slack():
+    """Cheapest-first embedding puts a small ring on the emptiest server (fragmentation); with
+    ``pack_slack`` it goes to the fullest server that hosts it while the extra cost stays within
+    the slack x its utility, keeping a whole server for a wide ring."""
+    c = parse_spec("3x8")
+    a = JobState(job(0, 0.0, 2, 1800, c), 0, 1800.0)
+    others = [JobState(job(i, 0.0, 8, 15_000, c), i, 15_000.0) for i in (1, 2)]
+    blocker = JobState(job(9, 0.0, 8, 1500, c), 9, 1500.0)
+
+    def placed(full_until: int = 0, **kw):
+        g = Gadget(L=1e-3, U=10.0, work_conserving=False, **{"late_share": 0.0, **kw})
+        g._ensure(nodes(c), [a])
+        g.book.commit("j1", Plan([(0, 50, (0,) * 5)], 15_000.0, 1.0, 0.1))  # server 0: 5 of 8 busy
+        g.book.commit("j2", Plan([(0, 50, (1,) * 2)], 15_000.0, 1.0, 0.1))  # server 1: 2 of 8 busy
+        if full_until:  # every GPU committed until then: the job's plan starts later
+            g.book.commit("j9", Plan([(0, full_until, (0,) * 3 + (1,) * 6 + (2,) * 8)], 1.0, 1.0, 0.1))
+        g.optimize([a, *others] + ([blocker] if full_until else []), nodes(c), {})
+        return g.plans["j0"].segments[0], g
+
+    assert (Gadget().p.pack_slack, Gadget().p.pack_within) == (100.0, 3)  # on by default (docs/theory.md, section 9)
+    spread, _ = placed(pack_slack=0.0)
+    assert spread[2] == (2, 2)  # the empty server is the cheapest
+    packed, g = placed()
+    assert packed[2] == (0, 0)  # the fullest server that hosts the ring, server 2 stays whole
+    assert g.ledger.window(0, 1)[0][:, 0].tolist() == [7, 2, 0]
+    tight, _ = placed(pack_slack=1e-9)
+    assert tight[2] == (2, 2)  # no budget for the extra price: cheapest
+    # a plan that starts in its window's pack_within-th step or later is not packed
+    later, _ = placed(full_until=5)
+    assert later[0] == 5 and later[2] == (2, 2)
+    assert placed(full_until=5, pack_within=6)[0][2] == (0, 0)
+    assert placed(pack_within=0)[0][2] == (2, 2)
+    with pytest.raises(ValueError):
+        Gadget(pack_within=-1)
+
+
+def test_late_share_starts_the_chosen_plan_as_late_as_it_still_pays_nearly_as_much():
+    """``late_share`` keeps the best plan's worker count and embedding but starts it at the latest
+    step whose payoff stays within that share of the job's utility of the best (and positive)."""
+    c = parse_spec("2x8")
+    slow = SigmoidUtility(10.0, 40_000.0, 1e-4)  # nearly flat for hours: later starts pay almost as much
+    j = Job("j0", 0.0, "resnet50", 64, job(0, 0.0, 4, 1800, c).work_samples, 1, 4, slow)
+
+    def plan(**kw):
+        g = Gadget(L=1e-3, U=10.0, work_conserving=False, **kw)
+        g._ensure(nodes(c), [j])
+        return g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=60_000.0)
+
+    best = plan(late_share=0.0)
+    late = plan(late_share=0.05)
+    assert best.first_slot == 0 and late.first_slot > best.first_slot
+    assert len(late.first_placement) == len(best.first_placement)  # the same worker count
+    assert best.payoff - 0.05 * slow.max_value <= late.payoff <= best.payoff and late.payoff > 0
+    assert Gadget().p.late_share == 0.2  # on by default (docs/theory.md, section 9)
+    with pytest.raises(ValueError):
+        Gadget(late_share=-1.0)
+
+
+def test_lending_serves_jobs_past_their_utility_horizon_last():
+    """Idle jobs get lent GPUs shortest remaining first, except that a job which could not
+    finish before its utility horizon even alone from now (nothing left to earn) comes after
+    every job that still can: under overload the short jobs die first, and served first they
+    took the lent GPUs from the long jobs that can still earn."""
+    c = parse_spec("1x8")
+    n = nodes(c, now=10_000.0)
+
+    def waiting(i, arrival, seconds, target):
+        u = SigmoidUtility(1.0, target, float(np.log(49.0)) / target)  # horizon (2% left): 2 x target
+        j = Job(f"j{i}", arrival, "resnet50", 64, job(i, arrival, 8, seconds, c).work_samples, 1, 8, u)
+        return JobState(j, i, seconds)
+
+    dead = waiting(0, 0.0, 600, 1800.0)  # horizon at 3,600 s: long past
+    long_alive = waiting(1, 9_000.0, 7_200, 21_600.0)
+    short_alive = waiting(2, 9_900.0, 300, 1800.0)
+    doomed = waiting(3, 7_000.0, 900, 1800.0)  # horizon at 10,600 s: not yet passed, but 900 s of work left
+    g = Gadget()
+    idle = [dead, long_alive, short_alive, doomed]
+    g._ensure(n, idle)
+    order = [idle[i].job_id for i in g.lender._order(idle, n)]
+    assert order == ["j2", "j1", "j0", "j3"]  # shortest first among the living, then the dead
+    n_early = nodes(c, now=0.0)  # at t = 0 all can still earn: plain shortest first
+    g = Gadget()
+    g._ensure(n_early, idle)
+    assert [idle[i].job_id for i in g.lender._order(idle, n_early)] == ["j2", "j0", "j3", "j1"]
+
+
+def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed():
+    """With a late plan, lending runs the job early on its plan's placement; commit_early_runs
+    then commits the slots until the plan starts (when the ledger has room and the plan starts
+    within the lending lookahead), so a new plan cannot land there and move it. A plan that
+    starts later keeps its early run lent: committing it would block every later arrival from
+    now until the job is done."""
+    c = parse_spec("2x8")
+    slow = SigmoidUtility(10.0, 40_000.0, 1e-4)
+    j = Job("j0", 0.0, "resnet50", 64, job(0, 0.0, 4, 1800, c).work_samples, 1, 4, slow)
+    js = JobState(j, 0, 1800.0)
+
+    def decide(**kw):
+        g = Gadget(L=1e-3, U=10.0, late_share=0.05, **kw)
+        out = g.optimize([js], nodes(c), {})
+        return g, out
+
+    g, out = decide(commit_early_runs=False)
+    a, _, pl = g.plans["j0"].segments[0]
+    assert a > 0 and out["j0"] == pl  # planned later, running early on lent GPUs
+    assert g.ledger.window(0, 1)[0].sum() == 0  # ... which the prices do not see
+    g, out = decide()  # the plan starts in slot 6, beyond the lending lookahead (4 slots)
+    a, _, pl = g.plans["j0"].segments[0]
+    assert a == 6 and out["j0"] == pl
+    assert g.ledger.window(0, a)[0].sum() == 0  # the early run stays lent: new plans may take it
+    g, out = decide(lend_lookahead=6)  # within the lookahead: committed
+    a, _, pl = g.plans["j0"].segments[0]
+    assert a == 0 and out["j0"] == pl
+    used = g.ledger.window(0, 1)[0][:, 0]
+    assert used.sum() == len(pl)  # committed from now on
+    # without room in the ledger until the plan starts, nothing is committed early
+    g = Gadget(L=1e-3, U=10.0, late_share=0.05)
+    g._ensure(nodes(c), [js])
+    plan = g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=g._horizon_end(js, nodes(c)))
+    start, _, pl = plan.segments[0]
+    g.book.commit("j0", plan)
+    s = pl[0]
+    g.book.commit("jx", Plan([(start - 1, start, (s,) * 8)], 1.0, 1.0, 0.1))  # the slot before the plan: full
+    assert start >= 1
+    g.book.commit_early_runs({"j0": pl}, 0, nodes(c), 1 << 30)
+    assert g.plans["j0"].segments[0][0] == start
+
+
+def test_lending_never_puts_more_rings_on_a_nic_than_it_holds():
+    """A lent ring over two servers takes the ring's NIC share in this slot too: planned jobs
+    lent their crossing placements afterwards must find it taken."""
+    c = parse_spec("3x4")
+    g = Gadget(top_up=False, commit_early_runs=False)
+    a = JobState(Job("a", 0.0, "resnet50", 64, 1000.0, 5, 5, U), 0, 10.0)  # shortest: lent first, must cross
+    b = JobState(job(1, 0.0, 2, 20_000, c), 1, 20_000.0)
+    d = JobState(job(2, 0.0, 2, 20_000, c), 2, 20_000.0)
+    n = nodes(c)
+    g._ensure(n, [a, b, d])
+    g.book.commit("j1", Plan([(5, 10, (1, 2))], 3000.0, 1.0, 0.0))  # two crossing rings on servers 1 and 2 later
+    g.book.commit("j2", Plan([(5, 10, (1, 2))], 3000.0, 1.0, 0.0))
+    out: dict = {}
+    g.lender.lend([a, b, d], n, 0, out, {}, [])  # a has no plan: it is lent GPUs first
+    nic = np.zeros(3)
+    for pl in out.values():
+        servers = np.unique(pl)
+        if servers.size > 1:
+            nic[servers] += g.p.nic_share
+    assert "a" in out and len(set(out["a"])) > 1  # the lent ring crosses servers
+    assert np.all(nic <= 1 + 1e-9), (out, nic)

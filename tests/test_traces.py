@@ -3,7 +3,6 @@ the filters, and the synthetic generator (the real traces of ../shared: test_tra
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import SHARED
 from ringsched.errors import InputError
 from ringsched.perfmodel.catalogue import profile_names
-from ringsched.traces import FORMATS, load_trace, parse_window, schema, synthetic
+from ringsched.traces import FORMATS, load_trace, parse_window, schema
 from ringsched.traces import pollux
 
 TRACES = SHARED / "traces"
@@ -304,74 +303,6 @@ def test_gavel_malformed(tmp_path, text, row, field, words):
     assert (e.file, e.row, e.field) == (str(p), row, field) and words in e.message
 
 
-# --------------------------------------------------------------------------- --skip-bad-rows
-
-PHILLY_BAD = (PHILLY_HEAD
-              + "2017-10-09 07:01:55,66.0,1,66.0,vc1\n"       # row 2: good
-              + "2017-10-09 07:02:55,abc,1,66.0,vc1\n"        # row 3: duration not a number
-              + "2017-10-09 07:03:55,100,0,66.0,vc1\n"        # row 4: no GPUs
-              + "not-a-date,100,1,66.0,vc1\n"                 # row 5: timestamp
-              + "2017-10-09 07:05:55,-5,2,66.0,vc1\n"         # row 6: negative duration
-              + "2017-10-09 07:06:55,300,2,66.0,vc1\n")       # row 7: good
-
-
-def test_skip_bad_rows_leaves_out_and_counts_every_bad_row(tmp_path):
-    p = write(tmp_path, "p.csv", PHILLY_BAD)
-    e = error(f"philly:{p}")  # without the option: the first bad row stops the load
-    assert (e.row, e.field) == (5, "timestamp")
-    df = load_trace(f"philly:{p}", skip_bad_rows=True)
-    assert_schema(df)
-    assert list(df["duration_s"]) == [66.0, 300.0] and list(df["num_gpus"]) == [1, 2]
-    assert df.attrs["bad_rows"] == 4
-    ex = df.attrs["bad_row_examples"]
-    # rows are named by their number in the file, also those found after others were left out
-    assert ex == [f"{p}, row 3, duration: must be a finite number in [0, 1e+09] s, got 'abc'",
-                  f"{p}, row 4, num_gpus: must be a whole number in 1..65,536, got 0",
-                  f"{p}, row 5, timestamp: unparsable timestamp 'not-a-date' (expected YYYY-MM-DD HH:MM:SS)"]
-    clean = write(tmp_path, "clean.csv", PHILLY_HEAD + PHILLY_BAD.splitlines(keepends=True)[1]
-                  + PHILLY_BAD.splitlines(keepends=True)[6])
-    pd.testing.assert_frame_equal(df.drop(columns="job_id"), load_trace(f"philly:{clean}").drop(columns="job_id"))
-    assert load_trace(f"philly:{clean}", skip_bad_rows=True).attrs["bad_rows"] == 0
-
-
-def test_skip_bad_rows_in_folders_and_headerless_files(tmp_path):
-    d = tmp_path / "raw-traces"
-    d.mkdir()
-    write(d, "cluster01.csv", ITP_RAW + "a,100,700,1\nb,x,800,8\nc,120,5,1\n")
-    write(d, "cluster02.csv", ITP_RAW + "a,50,600,2\ne,70,30,1\nd,130,40,-1\n")  # a: a repeat of cluster01's a
-    df = load_trace(f"itp:{d}", skip_bad_rows=True)
-    assert sorted(df["job_id"]) == ["a", "c", "e"] and df.attrs["bad_rows"] == 3
-    assert {x.split(", row ")[0].rsplit("/", 1)[1] + " " + x.split(", row ")[1].split(",")[0]
-            for x in df.attrs["bad_row_examples"]} == {"cluster01.csv 3", "cluster02.csv 2", "cluster02.csv 4"}
-    g = write(tmp_path, "vc.trace", gavel_line("GAN", 10, 0, 1) + gavel_line("LM (batch size 5)", 10, 1, 1)
-              + gavel_line("LM (batch size 5)", 0, 2, 1))
-    gd = load_trace(f"gavel:{g}", skip_bad_rows=True)
-    assert list(gd["job_id"]) == ["vc-2"] and gd.attrs["bad_rows"] == 2
-    assert [x.split(", ")[1] for x in gd.attrs["bad_row_examples"]] == ["row 1", "row 3"]
-
-
-def test_skip_bad_rows_does_not_hide_file_problems(tmp_path):
-    p = write(tmp_path, "p.csv", "timestamp,duration,cluster\n2017-10-09 07:01:55,66.0,vc1\n")
-    assert error(f"philly:{p}", skip_bad_rows=True).field == "num_gpus"  # a missing column
-    p = write(tmp_path, "q.csv", PHILLY_HEAD + "2017-10-09 07:02:55,abc,1,66.0,vc1\nx,1,1,1,vc1\n")
-    e = error(f"philly:{p}", skip_bad_rows=True)
-    assert "every data row is bad (2 skipped; first: row 2, duration" in e.message
-
-
-def test_cli_skip_bad_rows(tmp_path, cli):
-    p = write(tmp_path, "p.csv", PHILLY_BAD)
-    code, out, err = cli("simulate", "--trace", f"philly:{p}", "--cluster", "2x8", "--policy", "fifo", "--json")
-    assert code == 2 and out == "" and err.count("\n") == 1 and "row 5, field 'timestamp'" in err
-    code, out, err = cli("simulate", "--trace", f"philly:{p}", "--cluster", "2x8", "--policy", "fifo", "--json",
-                         "--skip-bad-rows")
-    assert code == 0 and json.loads(out)["jobs"] == 2
-    assert "skipped 4 bad trace row(s); first: " + f"{p}, row 3, duration" in err
-    code, out, err = cli("compare", "--trace", f"philly:{p}", "--cluster", "2x8", "--policies", "fifo",
-                         "--out", tmp_path / "cmp", "--skip-bad-rows", "--workers", "1")
-    assert code == 0 and "skipped 4 bad trace row(s)" in err
-    assert len(pd.read_parquet(tmp_path / "cmp" / "jobs.parquet")) == 2
-
-
 # --------------------------------------------------------------------------- alibaba
 
 ALI_HEAD = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
@@ -463,52 +394,6 @@ def test_filters_order_and_rebase(tmp_path):
     assert "no tenants" in error(f"alibaba:{p}", vc="x").message
 
 
-# --------------------------------------------------------------------------- synthetic
-
-def test_synthetic_deterministic_and_prefix():
-    a = load_trace("synthetic:500,diurnal=0.5", seed=3)
-    b = load_trace("synthetic:500,diurnal=0.5", seed=3)
-    assert a.to_csv().encode() == b.to_csv().encode()
-    assert (pd.util.hash_pandas_object(a) == pd.util.hash_pandas_object(b)).all()
-    c = load_trace("synthetic:500,diurnal=0.5", seed=4)
-    assert not a["arrival_s"].equals(c["arrival_s"])
-    longer = load_trace("synthetic:800,diurnal=0.5", seed=3)
-    pd.testing.assert_frame_equal(longer.iloc[:500].reset_index(drop=True), a)
-    assert_schema(a)
-    assert (a["model"] == "").all() and (a["local_bsz"] == 0).all() and a["work_samples"].isna().all()
-
-
-def test_synthetic_default_rate_gives_load_07():
-    # the comment's derivation: 0.7 x 128 / (1.30382 x 5,522.8 s) = 44.80 jobs/h
-    assert synthetic.mean_gpus() == pytest.approx(1.30382, abs=1e-5)
-    assert synthetic.mean_duration_s() == pytest.approx(5522.8, abs=0.1)
-    assert synthetic.default_rate_per_h() == pytest.approx(44.80, abs=0.01)
-    df = synthetic.generate(100_000, seed=1)
-    span = df["arrival_s"].iloc[-1]
-    rate = (len(df) - 1) / span * 3600
-    assert rate == pytest.approx(44.80, rel=0.02)
-    load = rate / 3600 * (df["num_gpus"] * df["duration_s"]).mean() / 128
-    assert load == pytest.approx(0.7, rel=0.08)   # heavy-tailed product: loose
-    d = df["duration_s"]
-    assert d.median() == pytest.approx(1144, rel=0.03) and d.quantile(0.9) == pytest.approx(11266, rel=0.03)
-    assert d.max() <= 604_800 and d.min() >= 1
-    shares = df["tenant"].value_counts(normalize=True)
-    assert shares.index[0] == "vc01" and shares.iloc[0] == pytest.approx(0.519, abs=0.01)
-    assert synthetic.default_rate_per_h(load=0.35) == pytest.approx(22.40, abs=0.01)
-
-
-@settings(max_examples=30, deadline=None)
-@given(n=st.integers(1, 400), seed=st.integers(0, 2**32 - 1), diurnal=st.sampled_from([0.0, 0.3, 0.9]),
-       tenants=st.integers(1, 12), rate=st.sampled_from([None, 0.5, 44.8, 5000.0]))
-def test_synthetic_property(n, seed, diurnal, tenants, rate):
-    spec = f"synthetic:{n},diurnal={diurnal},tenants={tenants}" + (f",rate_per_h={rate}" if rate else "")
-    df = load_trace(spec, seed=seed)
-    assert len(df) == n
-    assert_schema(df)
-    assert df["job_id"].is_unique and df["tenant"].nunique() <= tenants
-    assert set(df["num_gpus"]) <= set(synthetic.GPU_COUNTS)
-    assert np.isfinite(df["duration_s"]).all() and (df["duration_s"] >= 1).all()
-
 
 @pytest.mark.parametrize("fmt,name,text,row,field,words", [
     ("philly", "p.csv", PHILLY_HEAD + "2017-10-09 07:01:55,1e308,1,66.0,a\n", 2, "duration", "[0, 1e+09] s"),
@@ -545,16 +430,6 @@ def test_schema_check_names_file_rows_1_based():
     with pytest.raises(InputError) as e:
         schema.validate(df2, "f.csv")
     assert (e.value.row, e.value.field) == (2, "arrival_s")
-
-
-@pytest.mark.parametrize("spec,words", [
-    ("synthetic:10,load=1e-300", "load must be"), ("synthetic:5000000,rate_per_h=0.001", "arrive over"),
-    ("synthetic:10,load=2,load=3", "given twice"), ("synthetic:10,,", "not key=value"),
-    ("synthetic:10,max_duration_s=1e308", "max_duration_s must be"), ("synthetic:10,tenants=1.5", "whole number"),
-])
-def test_synthetic_options_are_bounded(spec, words):
-    e = error(spec)
-    assert e.field == "trace" and words in e.message
 
 
 def test_rows_in_errors_are_file_lines_blank_lines_counted(tmp_path):

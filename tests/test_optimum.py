@@ -337,6 +337,21 @@ def test_controls_on_a_small_demand_instance():
     assert got["one-job"] / opt.utility < p.bound  # the control that the bound catches
 
 
+
+def test_the_check_reports_a_gadget_run_below_its_bound(monkeypatch):
+    """The check can fail for GADGET too: a run worth nothing (and a dual of 0) on an instance
+    with OPT > 0 is a violation of the bound and of the dual certificate, under both rules."""
+    from ringsched.optimum import check
+
+    real = check.run_production
+    monkeypatch.setattr(check, "run_production", lambda *a: replace(real(*a), utility=0.0, dual=0.0))
+    rec = check.check_instance(0, 5, max_jobs=4, max_slots=8)
+    assert rec["opt"] > 0
+    for rule in check.RULES:
+        assert rec[rule]["violation"] and rec[rule]["dual_violation"], rule
+    s = check.summarize([rec])
+    assert (s["violations"], s["dual_violations"], s["min_ratio"]) == (1, 1, 0.0)
+
 # ------------------------------------------------------------------ the CLI
 KEYS = {"instances", "mean_ratio", "p10_ratio", "min_ratio", "min_bound", "violations", "controls",
         "share_within_0_9", "dual_violations", "contiguous_mean_ratio", "mean_wall_s", "max_gap", "by_rule"}

@@ -67,8 +67,14 @@ def test_window_prices_stay_within_the_upper_bound(seed, S, slot, horizon_h, pol
     assert np.all(win.gp >= 0) and np.all(win.bp >= 0)
     assert np.all(win.gp <= win.b * g.p.U / c.gpus[:, None] * (1 + 1e-9))
     assert np.all(win.bp <= win.b * g.p.nic_share * g.p.U * (1 + 1e-9))
-    full = g.ledger.gpu_used[:, slot:slot + win.b * win.steps].reshape(S, win.steps, win.b).min(axis=2) == 8
+    blocks = g.ledger.gpu_used[:, slot:slot + win.b * win.steps].reshape(S, win.steps, win.b)
+    full = blocks.min(axis=2) == 8
     assert np.allclose(win.gp[full], win.b * g.p.U / 8)  # a full step is priced at the bound
+    # every step: b x P(mean usage over its slots) / O_s a GPU, b x nic_share x P(mean NIC usage) a ring
+    np.testing.assert_allclose(win.gp, win.b * g.prices_g(blocks.mean(axis=2) / 8) / 8, rtol=1e-9, atol=1e-12)
+    nic = g.ledger.bw_used[:, slot:slot + win.b * win.steps].reshape(S, win.steps, win.b).mean(axis=2)
+    if policy is Gadget and nic.any():
+        np.testing.assert_allclose(win.bp, win.b * g.p.nic_share * g.planner.prices_b(nic), rtol=1e-9, atol=1e-12)
 
 
 def test_committing_a_plan_raises_the_prices_it_uses():
@@ -336,7 +342,9 @@ def test_policy_specs_carry_validated_options():
 
 @pytest.mark.parametrize("spec,says", [("gadget:max_steps=0", "max_steps must be at least 1"),
                                        ("gadget:bounds=thoery", "bounds must be one of"),
-                                       ("gadget:max_step=3", "unknown option 'max_step'")])
+                                       ("gadget:max_step=3", "unknown option 'max_step'"),
+                                       ("gadget:L=1e9", "L=1e+09 must be below U="),  # U derived from the workload
+                                       ("gadget:U=1e-9", "must be below U=1e-09")])
 def test_impossible_policy_options_are_one_clear_line_and_exit_2(cli, spec, says):
     code, _, err = cli("simulate", "--trace", "synthetic:50", "--cluster", "2x8", "--policy", spec)
     assert code == 2 and says in err and "Traceback" not in err

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,10 +14,14 @@ from hypothesis import strategies as st
 
 from ringsched.optimum import (DiscreteJob, Instance, brute_force, random_instance, run_production, small_demand_instance,
                                solve, theorem_parameters, verify)
+from ringsched.optimum.adapter import DiscreteSpeed, job_of, outcome, theorem_params
+from ringsched.optimum.check import make_instance
 from ringsched.optimum.controls import CONTROLS, run_control
-from ringsched.optimum.instance import enumerate_configs
+from ringsched.optimum.instance import cluster_of, enumerate_configs
 from ringsched.optimum.milp import job_plans
 from ringsched.optimum.theorem import guaranteed_ratio, min_cost_by_completion
+from ringsched.policies.gadget import Gadget
+from ringsched.simulator import SimConfig, Simulator
 
 REL = 1e-9
 
@@ -201,6 +207,66 @@ def test_production_gadget_is_the_theorem_algorithm_and_meets_its_bound(inst):
            {o.id: o.schedule for o in contiguous.outcomes if o.admitted})
 
 
+
+class WorldSpeed(DiscreteSpeed):
+    """``DiscreteSpeed`` as a simulated world uses it: the progress it credits a placement."""
+
+    def progress_sps(self, job, done_samples, placement, inter_Bps=None):
+        return self.throughput_sps(job.model, job.local_bsz, self.shape(placement))
+
+
+class World(Simulator):
+    """The simulator on a discrete instance. Its isolated-time metric asks for one-server rings
+    wider than the instance's worker cap, which have no progress there; it is a metric, never
+    shown to the policy."""
+
+    def _isolated_s(self, job):
+        return 1.0
+
+
+class Recording(Gadget):
+    """The production policy, keeping the plan it committed at each admission."""
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.at_admission = {}
+
+    def admit(self, job, nodes):
+        reason = super().admit(job, nodes)
+        if reason is None:
+            plan = self.plans[job.job_id]
+            self.at_admission[job.job_id] = replace(plan, segments=list(plan.segments))  # (segments may move later)
+        return reason
+
+
+@pytest.mark.parametrize("regime,index", [("default", 0), ("default", 9), ("default", 25), ("small-demand", 1),
+                                          ("small-demand", 4)])
+def test_the_policy_in_the_simulated_world_decides_as_the_check(regime, index):
+    """The check's adapter offers each job to ``Gadget.admit``; the same policy with the same
+    options, run by the simulator on the same jobs (its own admission order, decisions at slot
+    boundaries, its optimize between them), admits the same jobs with the same plans, and they
+    complete in the same slots. Instances where the two once differed: same-slot arrivals
+    admitted "j10" before "j9" (small-demand 1), and a plan segment moved onto the servers its
+    job ran on (``stay_put``; default 0, 9, 25, small-demand 4)."""
+    inst = make_instance(index, 7, regime)
+    params = theorem_parameters(inst, "quantised")
+    check = run_production(inst, params)
+    jobs = [job_of(inst, j) for j in inst.jobs]
+    pol = Recording(theorem_params(inst, params))
+    world = World(jobs, cluster_of(inst.gpus), pol, SimConfig(slot_s=inst.slot_s, restart_s=0.0, decide_at_events=False),
+                  speed=WorldSpeed(inst)).run().jobs.set_index("job_id")
+    by_name = {job.job_id: j for job, j in zip(jobs, inst.jobs)}
+    admitted = {job.job_id: o for job, o in zip(jobs, sorted(check.outcomes, key=lambda o: o.id)) if o.admitted}
+    assert set(pol.at_admission) == set(admitted) == set(world.index[world.status != "rejected"])
+    for name, o in admitted.items():
+        mine = outcome(inst, by_name[name], pol.at_admission[name])
+        assert (mine.schedule, mine.payoff) == (o.schedule, o.payoff), name
+        row = world.loc[name]
+        assert row.status == "completed"
+        slot = int(round(row.arrival_s / inst.slot_s)) + math.ceil(row.jct_s / inst.slot_s - 1e-9) - 1
+        assert slot == o.completion, name
+    assert float(world.utility.sum()) == pytest.approx(check.utility, rel=1e-12)
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_instances(brute=True))
 def test_U_and_L_are_the_tight_bounds_of_the_plan_set(inst):
@@ -270,6 +336,21 @@ def test_controls_on_a_small_demand_instance():
     p = theorem_parameters(inst, "quantised")
     assert got["one-job"] / opt.utility < p.bound  # the control that the bound catches
 
+
+
+def test_the_check_reports_a_gadget_run_below_its_bound(monkeypatch):
+    """The check can fail for GADGET too: a run worth nothing (and a dual of 0) on an instance
+    with OPT > 0 is a violation of the bound and of the dual certificate, under both rules."""
+    from ringsched.optimum import check
+
+    real = check.run_production
+    monkeypatch.setattr(check, "run_production", lambda *a: replace(real(*a), utility=0.0, dual=0.0))
+    rec = check.check_instance(0, 5, max_jobs=4, max_slots=8)
+    assert rec["opt"] > 0
+    for rule in check.RULES:
+        assert rec[rule]["violation"] and rec[rule]["dual_violation"], rule
+    s = check.summarize([rec])
+    assert (s["violations"], s["dual_violations"], s["min_ratio"]) == (1, 1, 0.0)
 
 # ------------------------------------------------------------------ the CLI
 KEYS = {"instances", "mean_ratio", "p10_ratio", "min_ratio", "min_bound", "violations", "controls",

@@ -6,9 +6,11 @@ slot as a function of the JCT) and a speed model that gives every configuration 
 g_j(c) per slot (``DiscreteSpeed``: progress depends on the ring's shape (w, k, d) only, as the
 generator's performance model does), and offers each job at its arrival slot to
 ``Gadget.admit`` in its theorem configuration (``theorem_params``): strict admission, the
-exact subroutine with one slot per step, no lending, late starts or packing, the instance's
-per-server worker cap, NIC share and the theorem's L, U and zeta. The committed plans are read
-back from the policy's commitment book as schedules of the instance.
+exact subroutine with one slot per step, no lending, late starts, packing or moves of a
+reservation to where a job runs (``stay_put``), the instance's per-server worker cap, NIC
+share and the theorem's L, U and zeta. The committed plans are read back from the policy's
+commitment book as schedules of the instance. The same policy run in the simulated world on
+the same jobs makes the same decisions (tests/test_optimum.py).
 """
 
 from __future__ import annotations
@@ -18,9 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ringsched.cluster.model import Cluster, Server
 from ringsched.job import Job
-from ringsched.optimum.instance import DiscreteJob, Instance
+from ringsched.optimum.instance import DiscreteJob, Instance, cluster_of
 from ringsched.optimum.theorem import TheoremParams
 from ringsched.perfmodel.speed import shape_of
 from ringsched.policies.base import Nodes
@@ -70,12 +71,20 @@ def model_of(j: DiscreteJob) -> str:
     return f"discrete-{j.id}"
 
 
+def job_of(inst: Instance, j: DiscreteJob) -> Job:
+    """The production ``Job`` of a discrete job. Its id is zero-padded so that the order of ids
+    is the instance's (a world admits the jobs of one slot by id: "j10" must not come before "j9")."""
+    width = len(str(max(x.id for x in inst.jobs)))
+    return Job(f"j{j.id:0{width}d}", j.arrival * inst.slot_s, model_of(j), 1, float(j.work), j.wmin, j.wmax,
+               StepUtility(j.u, j.arrival, inst.slot_s))
+
+
 def theorem_params(inst: Instance, params: TheoremParams, subroutine: str = "exact") -> GadgetParams:
     """The production policy's options that make it the theorem's algorithm on ``inst``."""
     return GadgetParams(admission="strict", subroutine=subroutine, L=params.L, U=params.U, zeta=params.zeta_gpu,
                         zeta_nic=params.zeta_nic, nic_share=inst.nic_share, max_per_server=inst.max_per_server,
                         max_steps=inst.slots + 1, tail_utility=1e-12, restart_s=0.0, work_conserving=False,
-                        late_share=0.0, pack_slack=0.0, bound_first=False)
+                        late_share=0.0, pack_slack=0.0, bound_first=False, stay_put=False)
 
 
 @dataclass
@@ -107,7 +116,7 @@ class GadgetRun:
 def run_production(inst: Instance, params: TheoremParams, subroutine: str = "exact") -> GadgetRun:
     """Offer every job, in arrival order (ties by id), to the production policy; read its plans."""
     t0 = time.perf_counter()
-    cluster = Cluster(servers=tuple(Server(name=f"s{i}", gpus=int(o)) for i, o in enumerate(inst.gpus)))
+    cluster = cluster_of(inst.gpus)
     speed = DiscreteSpeed(inst)
     pol = Gadget(theorem_params(inst, params, subroutine))
     up = np.ones(inst.num_servers, dtype=bool)
@@ -116,13 +125,12 @@ def run_production(inst: Instance, params: TheoremParams, subroutine: str = "exa
         if not j.configs:
             outcomes.append(JobOutcome(j.id, False, -np.inf))
             continue
-        job = Job(f"j{j.id}", j.arrival * inst.slot_s, model_of(j), 1, float(j.work), j.wmin, j.wmax,
-                  StepUtility(j.u, j.arrival, inst.slot_s))
+        job = job_of(inst, j)
         nodes = Nodes(cluster, up, j.arrival * inst.slot_s, inst.slot_s, speed, 0.0)
         if pol.admit(job, nodes) is not None:
             outcomes.append(JobOutcome(j.id, False, -np.inf))
             continue
-        out = _outcome(inst, j, pol.plans[job.job_id])
+        out = outcome(inst, j, pol.plans[job.job_id])
         total += out.utility
         mu += out.payoff
         outcomes.append(out)
@@ -133,7 +141,7 @@ def run_production(inst: Instance, params: TheoremParams, subroutine: str = "exa
     return GadgetRun(total, dual, params, outcomes, used_g.astype(np.int64), used_b, time.perf_counter() - t0)
 
 
-def _outcome(inst: Instance, j: DiscreteJob, plan) -> JobOutcome:
+def outcome(inst: Instance, j: DiscreteJob, plan) -> JobOutcome:
     """A committed plan as a schedule of the instance: (slot, configuration index) per slot."""
     index = {tuple(y): c for c, y in enumerate(j.configs)}
     sched = []

@@ -42,6 +42,11 @@ class GadgetParams:
     # shape) gets its plan started there now when the ledger has room (new plans then do not
     # displace it)
     commit_early_runs: bool = True
+    # a plan segment that starts now moves onto the servers its job already runs on when they
+    # have the same shape and are free in the ledger for the segment (a restart saved;
+    # CommitmentBook.stay_put). Off in the theorem's configuration: a moved reservation lowers
+    # the prices where it leaves (docs/theory.md section 9)
+    stay_put: bool = True
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
@@ -159,13 +164,16 @@ def utility_horizon_s(job: Job, tail: float) -> float:
 
 def derive_bounds(p: GadgetParams, ring_aware: bool, jobs, cluster, speed=None,
                   slot_s: float = 300.0) -> tuple[float, float]:
-    """(L, U) per the theorem's conditions (docs/theory.md), from the workload.
+    """(L, U) from the workload (``prepare``: the whole trace, before it runs; docs/theory.md
+    section 9, parameters).
 
-    U (A1): the most utility per unit of ONE resource a plan can claim: a job's whole
-    utility over the smallest share of one server's GPUs (one GPU) or NIC (the ring's share)
-    it can take in one slot. L (A2): the least utility per unit of resource any plan in the
-    search window earns: the tail utility over the largest demand (the widest allocation for
-    the whole window). Prices run from 0 on an idle server to U on a full one."""
+    U is a valid (A1) bound: the most utility per unit of ONE resource a plan can claim, a
+    job's whole utility over the smallest share of one server's GPUs (one GPU) or NIC (the
+    ring's share) it can take in one slot. L is not an (A2) bound in general: ``bounds=theory``
+    takes the tail utility over the consolidated ring's demand for the whole utility horizon,
+    ``bounds=workload`` (default) the value density of each job's fastest plan on its slowest
+    GPU type; the least over the jobs, kept within [1e-12 U, U / 2]. Prices run from 0 on an
+    idle server to U on a full one."""
     from ringsched.perfmodel.speed import SpeedModel
 
     speed = speed or SpeedModel(cluster)

@@ -1,11 +1,15 @@
-"""The per-job plan search: the cheapest way to finish by every candidate completion step.
+"""The per-job plan searches (the "dual subroutine" of the primal-dual framework).
 
-Work is counted in ``need`` integer units; each step offers options (a worker count with its
-embedding) that cost something and advance some units. A dynamic program over steps gives,
-for every step i and option o, the cheapest plan that completes in step i with o, so the best
-payoff max_i u(T_i) - cost_i comes out of one pass (the "dual subroutine" of the primal-dual
-framework). With integral progress and all placements as options it is exact
-(docs/theory.md); with a worker-count menu and the greedy embedding it is the fast variant.
+``best_plan``: work is counted in ``need`` integer units; each step offers options that cost
+something and advance some units. A dynamic program over steps x progress gives, for every
+step i and option o, the cheapest plan that completes first in step i with o, so the best
+payoff max_i u(T_i) - cost_i comes out of one pass. With every configuration as an option it
+is exact: the theorem's subroutine (``exact.py``, ``subroutine=exact``; docs/theory.md
+section 4); the optimum check's control algorithms use it too.
+
+``contiguous_payoffs`` / ``choose``: the trace-mode search (``search.py``,
+``subroutine=contiguous``): for one worker count on one embedding, every plan that runs
+without gaps from some step until done; no approximation factor (docs/theory.md section 9).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import math
 
+from ringsched.errors import InputError
 from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.common import queue_key
@@ -92,7 +93,11 @@ class Gadget(Policy):
             self.planner.set_prices(self.p.L, self.p.U)
             return
         L, U = derive_bounds(self.p, self.ring_aware, jobs, cluster, speed)
-        self.planner.set_prices(self.p.L or L, self.p.U or U)
+        L, U = self.p.L or L, self.p.U or U
+        if not L < U:  # one given, the other derived: validation could not see the pair
+            raise InputError(f"{self.name}: L={L:g} must be below U={U:g} (the one not given is derived from the "
+                             "workload): give both, or neither", field="policy")
+        self.planner.set_prices(L, U)
 
     def _ensure(self, nodes: Nodes, jobs) -> None:
         if self.book is None:
@@ -213,9 +218,9 @@ class Gadget(Policy):
                 self.misses[jid] = self.misses.get(jid, 0) + 1
 
     def _planned_placements(self, active: dict, nodes: Nodes, slot: int, previous_allocations) -> tuple[dict, list]:
-        """Every started plan's placement for this slot (moved to where its job runs when that
-        saves a restart, ``CommitmentBook.stay_put``), and the jobs running their plan below
-        their most workers (a top-up may grow them)."""
+        """Every started plan's placement for this slot (with ``stay_put``, moved to where its job
+        runs when that saves a restart: ``CommitmentBook.stay_put``), and the jobs running their
+        plan below their most workers (a top-up may grow them)."""
         out: dict[str, tuple] = {}
         running_plan = []
         for jid, plan in self.book.plans.items():
@@ -224,7 +229,7 @@ class Gadget(Policy):
             pl = plan.at(slot)
             if pl:
                 prev = previous_allocations.get(jid, ())
-                if prev and prev != pl and len(prev) == len(pl):
+                if self.p.stay_put and prev and prev != pl and len(prev) == len(pl):
                     pl = self.book.stay_put(plan, slot, prev, nodes)
                 out[jid] = pl
                 js = active[jid]

@@ -65,6 +65,9 @@ class GadgetParams:
     # for small instances: it enumerates per-server worker vectors and counts work in samples)
     subroutine: str = "contiguous"
     max_per_server: int | None = None  # the most workers a plan puts on one server (None: its GPUs)
+    # several GPU types: a plan may also run on one type and then on another (one change, charged
+    # the world's checkpoint-restart: policies/gadget/type_switch.py, docs/theory.md section 11)
+    type_switch: bool = False
 
     def __post_init__(self) -> None:
         for problem in self.problems():

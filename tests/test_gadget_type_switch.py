@@ -147,3 +147,24 @@ def test_the_world_moves_the_job_and_finishes_it_when_the_plan_said(tmp_path):
     assert row.finish_s == pytest.approx(plan.finish_s, abs=1e-6)
     moves = r.changes[r.changes.job_id == "small"]
     assert [c.servers[int(p.split()[0])].gpu for p in moves.placement if p] == ["t4", "h200"]
+
+
+def test_a_segment_is_not_moved_onto_another_type(tmp_path):
+    """A planned job running on lent GPUs in a placement of its plan's shape: ``stay_put`` and
+    ``commit_early_runs`` move its segment there when it is of the plan's GPU type, and not when
+    it is of another (the job would run at the other type's speed, not the plan's). Mutants
+    caught: either type check removed."""
+    f = tmp_path / "c4.yaml"
+    f.write_text("servers:\n  - {count: 2, gpus: 4, gpu: t4}\n  - {count: 2, gpus: 4}\n")
+    c = load_cluster(str(f))
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, SpeedModel(c), 30.0)
+    planned = (2, 2, 2, 2)  # an H200 server
+    for lent, moves in (((0, 0, 0, 0), False), ((3, 3, 3, 3), True)):
+        early, now = Gadget(L=1.0, U=10.0), Gadget(L=1.0, U=10.0)
+        for pol in (early, now):
+            pol._ensure(nodes, [])
+        early.book.commit("j", Plan([(2, 10, planned)], 3000.0, 1.0, 0.0))
+        early.book.commit_early_runs({"j": lent}, 0, nodes, 4)
+        assert early.book.plans["j"].segments[0] == ((0, 10, lent) if moves else (2, 10, planned))
+        now.book.commit("j", Plan([(0, 5, (1, 1, 1, 1)), (5, 10, planned)], 3000.0, 1.0, 0.0))
+        assert now.book.stay_put(now.book.plans["j"], 5, lent, nodes) == (lent if moves else planned)

@@ -4,6 +4,8 @@ type and moves to the fast one when its commitment ends, and the world finishing
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -168,3 +170,47 @@ def test_a_segment_is_not_moved_onto_another_type(tmp_path):
         assert early.book.plans["j"].segments[0] == ((0, 10, lent) if moves else (2, 10, planned))
         now.book.commit("j", Plan([(0, 5, (1, 1, 1, 1)), (5, 10, planned)], 3000.0, 1.0, 0.0))
         assert now.book.stay_put(now.book.plans["j"], 5, lent, nodes) == (lent if moves else planned)
+
+
+def _lent(pol, js, nodes, out, previous=None):
+    pol.lender.lend([js], nodes, 0, out, previous or {}, [])
+    return out[js.job_id]
+
+
+def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
+    """``type_upgrade``: a job running its plan on the T4 server is lent the idle H200 server for
+    the slot (same workers; its commitment untouched), and keeps it while it stays idle; not
+    when the H200 is committed within the lending lookahead, nor when the job is nearly done
+    (a restart cannot pay), nor with the option off, nor onto a slower type. Mutants caught: the gain check left out
+    (onto the slower type); GPUs idle now but committed within the lookahead taken; no
+    nearly-done check; an earlier upgrade not kept."""
+    c = _two_types(tmp_path)
+    sp = SpeedModel(c)
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
+    t4, h200 = (0, 0, 0, 0), (1, 1, 1, 1)
+    big, small = _jobs(sp)
+
+    def planned(work=small.work_samples, h200_from=None, **opts):
+        pol = Gadget(L=1.0, U=10.0, **opts)
+        pol._ensure(nodes, [])
+        pol.book.commit("small", Plan([(0, 40, t4)], 12000.0, 1.0, 0.0))
+        if h200_from is not None:
+            pol.book.commit("big", Plan([(h200_from, 40, h200)], 12000.0, 1.0, 0.0))
+        js = JobState(dataclasses.replace(small, work_samples=work), 1, 0.0)
+        js.status = "active"
+        return pol, js
+
+    pol, js = planned()
+    assert _lent(pol, js, nodes, {"small": t4}) == h200
+    assert pol.book.plans["small"].segments == [(0, 40, t4)]
+    pol, js = planned(h200_from=1)  # idle in this slot only
+    assert _lent(pol, js, nodes, {"small": t4}) == t4
+    assert _lent(pol, js, nodes, {"small": t4}, {"small": h200}) == h200  # (upgraded before: kept while idle now)
+    pol, js = planned(work=sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="t4") * 60.0)  # a minute left
+    assert _lent(pol, js, nodes, {"small": t4}) == t4
+    pol, js = planned(type_upgrade=False)
+    assert _lent(pol, js, nodes, {"small": t4}) == t4
+    pol, js = planned()  # on the fast type, idle slow GPUs are no gain
+    pol.book.release("small", 0)
+    pol.book.commit("small", Plan([(0, 40, h200)], 12000.0, 1.0, 0.0))
+    assert _lent(pol, js, nodes, {"small": h200}) == h200

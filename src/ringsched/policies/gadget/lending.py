@@ -1,6 +1,7 @@
 """GADGET's work-conserving lending: GPUs the ledger leaves idle in the current slot go to jobs
-with nothing committed in it, then on top of planned jobs' placements when that pays for the
-restarts (``work_conserving``, ``top_up``). Lending reads the ledger and never writes it: no
+with nothing committed in it, then to planned jobs on a slower GPU type than idle ones
+(``type_upgrade``, ``upgrade.py``), then on top of planned jobs' placements when that pays for
+the restarts (``work_conserving``, ``top_up``). Lending reads the ledger and never writes it: no
 commitment is touched (``CommitmentBook.commit_early_runs`` may commit a lent run afterwards)."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
 from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only
 from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
+from ringsched.policies.gadget.upgrade import upgrade
 
 
 @dataclass
@@ -118,6 +120,8 @@ class Lender:
             idle = [js for js in idle if js.job_id in self.book.plans]
         if idle:
             self._lend_idle(idle, nodes, out, previous, idle_cap)
+        if self.p.type_upgrade and idle_cap.now_free.sum() > 0:
+            upgrade(self, {js.job_id: js for js in jobs}, nodes, slot, out, previous, idle_cap)
         if self.p.top_up and idle_cap.now_free.sum() > 0:
             self._top_up(running_plan, nodes, out, previous, idle_cap)
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
-from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only
+from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only, type_views
 from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
 from ringsched.policies.gadget.upgrade import upgrade
 
@@ -105,6 +105,7 @@ class Lender:
         self.p = p
         self.book = book
         self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
+        self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
 
     def clear_speeds(self) -> None:
         self._alone.clear()
@@ -120,8 +121,11 @@ class Lender:
             idle = [js for js in idle if js.job_id in self.book.plans]
         if idle:
             self._lend_idle(idle, nodes, out, previous, idle_cap)
-        if self.p.type_upgrade and idle_cap.now_free.sum() > 0:
-            upgrade(self, {js.job_id: js for js in jobs}, nodes, slot, out, previous, idle_cap)
+        if self.p.type_upgrade and len(nodes.cluster.gpu_types) > 1 and idle_cap.now_free.sum() > 0:
+            c = nodes.cluster
+            if self._views is None or self._views[0] is not c:
+                self._views = (c, type_views(c), [s.gpu for s in c.servers])
+            upgrade(self, *self._views[1:], jobs, nodes, slot, out, previous, idle_cap)
         if self.p.top_up and idle_cap.now_free.sum() > 0:
             self._top_up(running_plan, nodes, out, previous, idle_cap)
 

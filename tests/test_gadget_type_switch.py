@@ -183,7 +183,7 @@ def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
     when the H200 is committed within the lending lookahead, nor when the job is nearly done
     (a restart cannot pay), nor with the option off, nor onto a slower type. Mutants caught: the gain check left out
     (onto the slower type); GPUs idle now but committed within the lookahead taken; no
-    nearly-done check; an earlier upgrade not kept."""
+    nearly-done check; an earlier upgrade not kept; an earlier run on a slower type kept."""
     c = _two_types(tmp_path)
     sp = SpeedModel(c)
     nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
@@ -214,3 +214,4 @@ def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
     pol.book.release("small", 0)
     pol.book.commit("small", Plan([(0, 40, h200)], 12000.0, 1.0, 0.0))
     assert _lent(pol, js, nodes, {"small": h200}) == h200
+    assert _lent(pol, js, nodes, {"small": h200}, {"small": t4}) == h200  # (ran on lent T4s before: not kept)

@@ -31,19 +31,20 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
             continue  # lent or topped up already, or no commitment in this slot
         w, here = len(pl), gpu_of[pl[0]]
         prev = previous.get(jid, ())
-        if prev and len(prev) == w and gpu_of[prev[0]] != here and _fits(book, cap, prev, now_only=True):
-            _take(book, cap, prev)  # upgraded before: it stays while the faster GPUs are idle
-            out[jid] = prev
-            idle, room = _idle(cap, views)
-            continue
+        moved = prev and len(prev) == w and gpu_of[prev[0]] != here and _fits(book, cap, prev, now_only=True)
         others = [v for v, r in zip(views, room) if v.gpu != here and r >= w]
-        if not others:
+        if not (moved or others):
             continue  # no other type has room for the ring
         if by_id is None:
             by_id = {js.job_id: js for js in jobs}
         js = by_id[jid]
         job = js.job
         r0 = w * job.local_bsz / speed.step_time_on(job.model, job.local_bsz, pl)
+        if moved and w * job.local_bsz / speed.step_time_on(job.model, job.local_bsz, prev) > r0:
+            _take(book, cap, prev)  # upgraded before: it stays while the faster GPUs are idle
+            out[jid] = prev
+            idle, room = _idle(cap, views)
+            continue
         rem = js.remaining_at(nodes.now_s)
         if rem <= 0 or rem / r0 <= restart + nodes.slot_s:
             continue  # nearly done: a restart cannot pay

@@ -62,6 +62,13 @@ class CommitmentBook:
         self._seq: dict[str, int] = {}  # each plan's place in commit order (the order of ``plans``)
         self._ends: list[tuple[int, int, str]] = []  # heap of (plan end slot, seq, job)
         self._placement_cache: dict[tuple, tuple] = {}
+        # each server's GPU type, on a cluster of several (a ring runs on one: ``same_type``)
+        self._gpu = tuple(s.gpu for s in cluster.servers) if len(cluster.gpu_types) > 1 else None
+
+    def same_type(self, a: tuple, b: tuple) -> bool:
+        """Whether two (one-type) placements lie on the same GPU type: moving a plan's segment
+        onto another type would run it at another speed than planned."""
+        return self._gpu is None or self._gpu[a[0]] == self._gpu[b[0]]
 
     # ------------------------------------------------------------ placements
     def placement(self, pl: tuple) -> tuple:
@@ -156,14 +163,14 @@ class CommitmentBook:
     # ------------------------------------------------------------ moves that save restarts
     def stay_put(self, plan: Plan, slot: int, prev: tuple, nodes) -> tuple:
         """A plan segment that starts now moves to where its job already runs (on lent GPUs,
-        or its previous segment's servers) when that placement has the same shape and is free
+        or its previous segment's servers) when that placement has the same shape and GPU type and is free
         in the ledger for the whole segment: the job keeps running instead of restarting.
         Only the job's own reservation moves; the placement the job gets is returned."""
         i = next((k for k, (a, _, _) in enumerate(plan.segments) if a == slot), None)
         if i is None:
             return plan.at(slot)
         a, z, pl = plan.segments[i]
-        if nodes.speed.shape(prev) != nodes.speed.shape(pl):
+        if nodes.speed.shape(prev) != nodes.speed.shape(pl) or not self.same_type(prev, pl):
             return pl
         old = self.usage(pl)
         new = self.usage(prev)
@@ -174,7 +181,7 @@ class CommitmentBook:
 
     def commit_early_runs(self, out: dict, slot: int, nodes, within: int) -> None:
         """A planned job that runs early on lent GPUs, on its plan's first placement or on one of
-        the same shape, gets its first segment moved there and started now when the ledger has
+        the same shape and GPU type, gets its first segment moved there and started now when the ledger has
         room for it: the slots until its plan starts are committed too. Lent GPUs are invisible
         to prices, so new plans would otherwise land there and move the job (with late starts, a
         long job restarted dozens of times). A check that failed is not repeated until the
@@ -196,7 +203,8 @@ class CommitmentBook:
             if not now or a - slot > within:
                 continue  # (a plan that starts later than ``within`` slots keeps its early run lent)
             same = now == pl
-            if not same and (len(now) != len(pl) or nodes.speed.shape(now) != nodes.speed.shape(pl)):
+            if not same and (len(now) != len(pl) or nodes.speed.shape(now) != nodes.speed.shape(pl)
+                             or not self.same_type(now, pl)):
                 continue
             # only freed capacity on the servers it would take can make a failed check pass
             mark = sum(freed[s] for s, _ in self.sparse(now)[3])

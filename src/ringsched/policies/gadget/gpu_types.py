@@ -6,6 +6,8 @@ prices, computes the ring's progress at that type's step time (the speed model's
 parameters), and keeps the plan of largest payoff over the types. The type is therefore
 chosen from the prices, per plan, like the servers: a faster type earns its higher price by
 finishing sooner with fewer GPU-slots, an idle slower type wins when the fast one is dear.
+Plans that run on one type and then on another (``type_switch.py``) are built from the same
+per-type searches.
 
 On a cluster of one type there is one view, with no mask: the search is the one it was
 before types existed, decision for decision.

@@ -1,6 +1,7 @@
 """GADGET's work-conserving lending: GPUs the ledger leaves idle in the current slot go to jobs
-with nothing committed in it, then on top of planned jobs' placements when that pays for the
-restarts (``work_conserving``, ``top_up``). Lending reads the ledger and never writes it: no
+with nothing committed in it, then to planned jobs on a slower GPU type than idle ones
+(``type_upgrade``, ``upgrade.py``), then on top of planned jobs' placements when that pays for
+the restarts (``work_conserving``, ``top_up``). Lending reads the ledger and never writes it: no
 commitment is touched (``CommitmentBook.commit_early_runs`` may commit a lent run afterwards)."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import numpy as np
 
 from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
-from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only
+from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only, type_views
 from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
+from ringsched.policies.gadget.upgrade import upgrade
 
 
 @dataclass
@@ -103,6 +105,7 @@ class Lender:
         self.p = p
         self.book = book
         self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
+        self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
 
     def clear_speeds(self) -> None:
         self._alone.clear()
@@ -118,6 +121,11 @@ class Lender:
             idle = [js for js in idle if js.job_id in self.book.plans]
         if idle:
             self._lend_idle(idle, nodes, out, previous, idle_cap)
+        if self.p.type_upgrade and len(nodes.cluster.gpu_types) > 1 and idle_cap.now_free.sum() > 0:
+            c = nodes.cluster
+            if self._views is None or self._views[0] is not c:
+                self._views = (c, type_views(c), [s.gpu for s in c.servers])
+            upgrade(self, *self._views[1:], jobs, nodes, slot, out, previous, idle_cap)
         if self.p.top_up and idle_cap.now_free.sum() > 0:
             self._top_up(running_plan, nodes, out, previous, idle_cap)
 

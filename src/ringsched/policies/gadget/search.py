@@ -5,10 +5,12 @@ For every worker count of the job's menu: the per-step greedy ring embedding (``
 and one fixed embedding, each searched for plans that run without gaps from some step until
 done (``plan.contiguous_payoffs``); the best payoff wins, then is started as late as it still
 pays nearly as much (``late_share``) and, when it sits on one server and starts soon, packed
-onto the fullest server that hosts it (``pack_slack``)."""
+onto the fullest server that hosts it (``pack_slack``). On several GPU types each type's servers
+are searched apart, and plans that run on one type and then on another (``type_switch.py``)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -24,6 +26,7 @@ from ringsched.policies.gadget.gpu_types import TypeView, placement_gpu, restric
 from ringsched.policies.gadget.params import GadgetParams, job_menu
 from ringsched.policies.gadget.plan import choose, contiguous_payoffs
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
+from ringsched.policies.gadget.type_switch import SwitchCandidate, switch_payoffs
 
 
 @dataclass
@@ -149,7 +152,8 @@ class PlanSearch:
         """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``.
 
         For every worker count of the job's menu, every plan that runs without gaps from some
-        step until done (``plan.contiguous_payoffs``, then ``plan.choose``); ``current`` is where
+        step until done (``plan.contiguous_payoffs``, then ``plan.choose``) on one GPU type, and
+        on several types every plan that changes type once (``type_switch``); ``current`` is where
         the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart.
         ``w_bounds`` (upper bounds on the payoff per worker count, ``payoff_bounds``) asks only
         for a plan that pays: counts whose bound is negative, or below the best plan found so
@@ -170,16 +174,19 @@ class PlanSearch:
         views = self.views(c)
         now_gpu = placement_gpu(c, current) if len(views) > 1 and current else None
         typed = [(v, restrict(win, v)) for v in views]  # a ring runs on one type (``gpu_types``)
+        keep = max(0.0, 1.0 - self.p.restart_for(nodes) / win.step_len_s)  # of a type change's first step
         for w in menu:
             if prune and (w_bounds[w] < 0 or (best is not None and w_bounds[w] < best[0].payoff)):
                 continue  # no plan with w workers pays, or beats the best one found
             # an empty server's cost, shared by the (at most one server's worth of) workers put there
             gp = win.gp if win.srv is None else win.gp + win.srv / min(w, int(c.gpus.max()))
+            greedy = []
             for view, vwin in typed:
                 # on another type than where it runs now, the job restarts
                 here = view.mask is None or view.gpu == now_gpu
                 e, prog = self._embedding(w, job, nodes, vwin, gp, current if here else (),
                                           ran_before or not here and bool(current), view)
+                greedy.append((e, prog, vwin))
                 cands = [e]
                 fixed = self._fixed_embedding(w, e, prog, remaining, vwin, gp, nodes, job, view)
                 if fixed is not None:
@@ -187,13 +194,17 @@ class PlanSearch:
                 for cand in cands:
                     pays = contiguous_payoffs(cand.cost, prog if cand is e else cand.progress, remaining,
                                               win.starts_s, win.step_len_s, job.utility, job.arrival_s)
-                    ch = choose(pays, near)
-                    if ch is not None and (best is None or ch.payoff > best[0].payoff + near or
-                                           (ch.payoff >= best[0].payoff - near and ch.finish_s < best[0].finish_s)):
-                        best = (ch, cand, gp, pays, vwin)
+                    best = _better(best, choose(pays, near), near, OneType(cand, vwin), gp, pays)
+            if self.p.type_switch and len(greedy) > 1:  # plans that change type once (``type_switch``)
+                for (ea, pa, wa), (eb, pb, wb) in itertools.permutations(greedy, 2):
+                    found = switch_payoffs((ea.cost, pa), (eb.cost, pb), remaining, win, keep,
+                                           job.utility, job.arrival_s)
+                    if found is not None:
+                        best = _better(best, choose(found[0], near), near, SwitchCandidate(ea, eb, wa, wb, found[1]),
+                                       gp, found[0])
         if best is None:
             return None
-        return self._plan_of(best[:4], job, best[4], slot, current, c.num_servers, late=not earliest)
+        return self._plan_of(best, job, slot, current, c.num_servers, late=not earliest)
 
     def _embedding(self, w: int, job: Job, nodes, win: PriceWindow, gp, current: tuple, ran_before: bool,
                    view: TypeView | None = None):
@@ -230,17 +241,21 @@ class PlanSearch:
             prog[0] = max(0.0, prog[0] - self.p.restart_for(nodes) * prog[0] / step_len)
         return e, prog
 
-    def _plan_of(self, best, job: Job, win: PriceWindow, slot: int, current: tuple, S: int, late: bool = True) -> Plan:
+    def _plan_of(self, best, job: Job, slot: int, current: tuple, S: int, late: bool = True) -> Plan:
         """The chosen plan, started late (``late_share``; unless not ``late``) and packed
         (``pack_slack``), as segments."""
-        ch, e, gp, pays = best
-        b, free, bfree = win.b, win.free, win.bfree
-        if late and self.p.late_share > 0:  # the same worker count and embedding, started as late as it still pays as much
+        ch, cand, gp, pays = best
+        # the same worker count and embedding, started as late as it still pays as much (a plan
+        # that changes type is another plan at every start: its switch step moves; it starts as chosen)
+        if late and self.p.late_share > 0 and cand.one_type:
             floor = ch.payoff - self.p.late_share * float(job.utility.max_value)
             if ch.payoff > 0:  # (admission is still decided by a positive payoff)
                 floor = max(floor, 1e-9 * float(job.utility.max_value))
             ch = choose(pays, floor=floor) or ch
-        if self.ring_aware and self.p.pack_slack > 0 and not current:  # keeping servers whole is for rings
+        e, win = cand.at(ch.start)
+        b, free, bfree = win.b, win.free, win.bfree
+        # keeping servers whole is for rings (and packing a plan that changes type would undo it)
+        if cand.one_type and self.ring_aware and self.p.pack_slack > 0 and not current:
             e = self._packed(ch, e, free, gp, float(job.utility(ch.finish_s - job.arrival_s)))
         if e.constant:  # one placement throughout: one segment
             return Plan([(slot + ch.start * b, slot + (ch.end + 1) * b, counts_to_placement(e.fixed))],
@@ -304,3 +319,27 @@ class PlanSearch:
         fx = StepEmbeddings(w, cost, np.full(n, sh[1]), np.full(n, sh[2]), ok, fixed=counts)
         fx.progress = np.where(ok, rate * win.step_len_s, 0.0)
         return fx
+
+
+def _better(best, ch, near: float, cand, gp, pays):
+    """``best`` or the candidate plan ``ch``, whichever has the larger payoff (within ``near``:
+    the earlier finish); a plan is kept with its candidate (``OneType`` or
+    ``type_switch.SwitchCandidate``: its embedding and window for the start finally chosen),
+    its GPU prices and its payoffs by start step."""
+    if ch is not None and (best is None or ch.payoff > best[0].payoff + near or
+                           (ch.payoff >= best[0].payoff - near and ch.finish_s < best[0].finish_s)):
+        return (ch, cand, gp, pays)
+    return best
+
+
+class OneType:
+    """A candidate on one GPU type: the same embedding and window whatever the start, so it may
+    start late and be packed."""
+
+    one_type = True
+
+    def __init__(self, e, win):
+        self.e, self.win = e, win
+
+    def at(self, start: int):
+        return self.e, self.win

@@ -288,13 +288,27 @@ def test_table_fits_100_columns_with_every_header_whole(compare_all):
     assert max(map(len, r.stdout.splitlines())) <= 100
 
 
-def test_every_command_has_an_example_and_a_version(cli):
-    for args in (["--help"], ["simulate", "--help"], ["compare", "--help"], ["sweep", "--help"], ["run", "--help"],
-                 ["optimum-check", "--help"], ["policies", "--help"], ["demo", "--help"], ["model", "--help"],
-                 ["model", "fit", "--help"], ["model", "predict", "--help"], ["model", "fidelity", "--help"],
-                 ["model", "table", "--help"]):
-        code, out, _ = cli(*args)
-        assert code == 0 and "Example" in out and "ringsched " in out.split("Example", 1)[1], args
+def _command_paths(cmd, path=()):
+    """Every command and subcommand of the app, walked from the root (a new one is checked too)."""
+    yield list(path), cmd
+    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+        yield from _command_paths(sub, (*path, name))
+
+
+def test_every_command_has_a_description_an_example_and_a_version(cli):
+    """Every `--help` of every command and subcommand says what it does and ends with an example.
+    Mutant caught: a command whose docstring is not the function's first statement (compare's
+    help had no description)."""
+    from typer.main import get_command
+
+    from ringsched.cli.main import app
+
+    paths = list(_command_paths(get_command(app)))
+    assert len(paths) > 20
+    for path, cmd in paths:
+        code, out, _ = cli(*path, "--help")
+        assert code == 0 and "Example" in out and "ringsched " in out.split("Example", 1)[1], path
+        assert (cmd.help or "").strip(), f"ringsched {' '.join(path)} --help has no description"
     code, out, _ = cli("--version")
     from ringsched.version import __version__
 
@@ -367,3 +381,18 @@ def test_mean_jct_marks_use_the_paired_per_job_noise():
     assert best_marks(summary, jct, jobs)["mean_jct_s"] == {0, 1}  # paired: b is within noise, c is not
     two = summary.iloc[:2]
     assert best_marks(two, jct, jobs[jobs["policy"] != "c"])["mean_jct_s"] == set()  # everyone ties: no mark
+
+
+def test_simulate_progress_shows_the_policy_spec_as_plain_text():
+    """The progress bar's label is the user's string: `[bold]`/`:smile:` stay as typed.
+    Mutant caught: the old ``TextColumn("[bold]{task.description}")`` (reads markup)."""
+    from ringsched.cli.simulate_cmd import LazyProgress
+
+    bar = LazyProgress("x[bold]y[/bold]:smile:", 10)
+    bar.t0 -= 5.0  # as if the run had lasted 5 s: the bar appears
+    bar(0.0, 1, 10)
+    try:
+        task = bar.bar.tasks[0]
+        assert bar.bar.columns[0].render(task).plain == "x[bold]y[/bold]:smile:"
+    finally:
+        bar.close()

@@ -62,7 +62,8 @@ class RunProgress:
             return
         self.last = now
         if self.bar is None:
-            self.bar = Progress(TextColumn("[bold]{task.description:<22}"), BarColumn(), TaskProgressColumn(),
+            self.bar = Progress(TextColumn("{task.description:<22}", markup=False, style="bold"), BarColumn(),
+                                TaskProgressColumn(),
                                 TextColumn("{task.fields[status]:<9} w={task.fields[workers]} loss {task.fields[loss]}"),
                                 TimeElapsedColumn(), console=self.console, transient=False)
             self.bar.start()

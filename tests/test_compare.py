@@ -87,7 +87,8 @@ def test_summary_csv_matches_the_per_job_parquet(compare_all):
     for policy, g in jobs.groupby("policy"):
         row = summary.loc[policy]
         again = summarize(g.drop(columns="policy").reset_index(drop=True), total_gpus=int(row["total_gpus"]),
-                          powered_server_s=float(row["powered_server_s"]), powered_gpu_s=float(row["powered_gpu_s"]))
+                          powered_server_s=float(row["powered_server_s"]), powered_gpu_s=float(row["powered_gpu_s"]),
+                          busy_gpu_s=float(row["busy_gpu_s"]))
         for k, v in again.items():
             got = row[k]
             if v is None or (isinstance(v, float) and math.isnan(v)):

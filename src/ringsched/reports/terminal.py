@@ -28,7 +28,7 @@ def _natural_width(table: Table) -> int:
     return Console(width=10_000).measure(table).maximum
 
 
-def _fitting(build: Callable[[int], Table], n_max: int, width: int) -> Table:
+def fit_to_width(build: Callable[[int], Table], n_max: int, width: int) -> Table:
     """The table ``build(n)`` with the most leading metric columns (n <= n_max) whose natural
     width fits in ``width``, so rich never squeezes or cuts a header."""
     n = n_max
@@ -67,7 +67,7 @@ def compare_table(summary: pd.DataFrame, title: str, width: int, jobs: pd.DataFr
             table.add_row(Text(str(r["policy"])), *marked)
         return table
 
-    return _fitting(build, len(metrics), width)
+    return fit_to_width(build, len(metrics), width)
 
 
 def _interval_text(m: Metric, mean: float, lo: float, hi: float, n: int) -> str:
@@ -127,4 +127,4 @@ def sweep_table(agg: pd.DataFrame, title: str, width: int,
             table.add_row(*(Text(v[i]) for _, v in lead), *(Text(v[i]) for _, v in columns[:n]))
         return table
 
-    return _fitting(build, len(columns), width)
+    return fit_to_width(build, len(columns), width)

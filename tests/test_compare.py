@@ -383,17 +383,3 @@ def test_mean_jct_marks_use_the_paired_per_job_noise():
     two = summary.iloc[:2]
     assert best_marks(two, jct, jobs[jobs["policy"] != "c"])["mean_jct_s"] == set()  # everyone ties: no mark
 
-
-def test_simulate_progress_shows_the_policy_spec_as_plain_text():
-    """The progress bar's label is the user's string: `[bold]`/`:smile:` stay as typed.
-    Mutant caught: the old ``TextColumn("[bold]{task.description}")`` (reads markup)."""
-    from ringsched.cli.simulate_cmd import LazyProgress
-
-    bar = LazyProgress("x[bold]y[/bold]:smile:", 10)
-    bar.t0 -= 5.0  # as if the run had lasted 5 s: the bar appears
-    bar(0.0, 1, 10)
-    try:
-        task = bar.bar.tasks[0]
-        assert bar.bar.columns[0].render(task).plain == "x[bold]y[/bold]:smile:"
-    finally:
-        bar.close()

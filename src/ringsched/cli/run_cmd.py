@@ -25,10 +25,28 @@ from ringsched.errors import InputError
 BACKENDS = ("local", "ray")
 
 
+def require_run_extra(*modules: str) -> None:
+    """One line naming the ``[run]`` extra when a module real execution needs is not installed
+    (a simulator-only install leaves them out); the workers would fail one by one instead."""
+    import importlib.util
+
+    def absent(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except ImportError:
+            return True
+
+    missing = [m for m in modules if absent(m)]
+    if missing:
+        raise InputError(f"real execution needs {', '.join(missing)}, which a simulator-only install leaves out: "
+                         "pip install 'ringsched[run]'", field="install")
+
+
 def check_execution_options(backend: str, slot_s: float, checkpoint_s: float, address: str | None) -> None:
     """The options ``run`` and ``serve`` share, checked before any work (one line, exit 2)."""
     if backend not in BACKENDS:
         raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}", field="backend")
+    require_run_extra("torch", *(("ray",) if backend == "ray" else ()))
     for name, v in (("slot-s", slot_s), ("checkpoint-s", checkpoint_s)):
         if not (math.isfinite(v) and v > 0):
             raise InputError(f"--{name} must be a positive number, got {v:g}", field=name)

@@ -144,8 +144,8 @@ def test_compare_config_carries_the_gpu_profiles(cli, tmp_path, monkeypatch):
     profiles.mkdir()
     _a100_profiles(profiles, slowdown=3.0)
     first, again = tmp_path / "first", tmp_path / "again"
-    code, _, err = cli("compare", "--trace", "synthetic:30", "--cluster", "2x4,gpu=a100", "--policies", "fifo,srtf",
-                       "--gpu-profiles", profiles, "--out", first)
+    code, _, err = cli("compare", "--trace", "synthetic:30", "--cluster", "2x4,gpu=a100", "--policies", "srtf",
+                       "--workers", "1", "--gpu-profiles", profiles, "--out", first)
     assert code == 0, err
     assert yaml.safe_load((first / "experiment.yaml").read_text())["gpu_profiles"] == [str(profiles)]
     monkeypatch.delenv("RINGSCHED_PROFILES")

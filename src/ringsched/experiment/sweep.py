@@ -18,7 +18,7 @@ import pandas as pd
 
 from ringsched.experiment.config import SweepConfig, TraceSettings, dump_config
 from ringsched.experiment.executors import RunOutcome, Task, post, progress_callback, run_parallel
-from ringsched.experiment.workload import load_workload
+from ringsched.experiment.workload import describe_trace, load_workload
 
 
 def run_cell(cell: dict) -> dict:
@@ -120,7 +120,7 @@ def write_sweep(result: SweepResult, out_dir: Path, *, command: list[str] | None
 
 def describe_sweep(cfg: SweepConfig) -> str:
     t = cfg.trace
-    parts = [t.trace] + [f"{k} {v}" for k, v in (("vc", t.vc), ("window", t.window), ("limit", t.limit)) if v]
+    parts = describe_trace(t)
     parts += [f"loads {', '.join(f'{x:g}' for x in cfg.loads)}", f"seeds {', '.join(map(str, cfg.seeds))}",
               f"clusters {'; '.join(cfg.clusters)}", "rigid jobs" if t.rigid else "elastic jobs"]
     return ", ".join(parts)

@@ -110,14 +110,19 @@ def _fmt(v, digits=3) -> str:
 
 
 def print_summary(s: dict, console: Console) -> None:
-    t = Table(title=f"{s['policy']} on {s['cluster']} ({s['backend']}), {s['wall_s']:.1f} s wall")
+    """One row per job: names and losses whole (only the status, which may carry an error, wraps);
+    every cell plain text, never markup (an error message may hold brackets)."""
+    from rich.text import Text
+
+    t = Table(title=Text(f"{s['policy']} on {s['cluster']} ({s['backend']}), {s['wall_s']:.1f} s wall"))
     for col in ("job", "status", "workers", "resizes", "loss", "step err"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col != "status")
     for j in s["jobs"]:
         status = j["status"] + (f": {j['error']}" if j.get("error") else "")
-        t.add_row(j["job"], status, " ".join(map(str, j["workers"])) or "-", str(j["resizes"]),
-                  f"{_fmt(j['loss_first'])} -> {_fmt(j['loss_last'])}",
-                  f"{j['median_step_error'] * 100:.0f}%" if j["median_step_error"] is not None else "-")
+        cells = (j["job"], status, " ".join(map(str, j["workers"])) or "-", str(j["resizes"]),
+                 f"{_fmt(j['loss_first'])} -> {_fmt(j['loss_last'])}",
+                 f"{j['median_step_error'] * 100:.0f}%" if j["median_step_error"] is not None else "-")
+        t.add_row(*(Text(c) for c in cells))
     console.print(t)
     pct = lambda v: "-" if v is None else f"{v * 100:.0f}%"  # noqa: E731
     console.print(f"completed {s['completed']}, failed {s['failed']}, resizes {s['resizes']}. Median step-time "
@@ -183,7 +188,9 @@ def run(
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
-        print_summary(summary, Console())
+        from ringsched.reports.terminal import stdout_console
+
+        print_summary(summary, stdout_console())
     raise typer.Exit(exit_code(summary))
 
 

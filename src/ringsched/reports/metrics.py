@@ -169,14 +169,28 @@ def headline(summary: pd.DataFrame, key: str = "mean_jct_s") -> str:
             f"{summary.loc[worst, 'policy']} ({m.show(w)} {unit}), the worst of {len(vals)} policies.")
 
 
+# Besides numpy and pandas, the packages whose version can change a result: the MILP solver of
+# sia and the optimum (highspy), the compiled kernels (numba), scipy's intervals, the Parquet files.
+RESULT_PACKAGES = ("scipy", "numba", "highspy", "pyarrow", "pydantic")
+
+
 def versions() -> dict[str, str]:
+    """The versions a run's outputs record (run.json, report headers)."""
+    from importlib import metadata
+
     import matplotlib
     import numpy
 
     from ringsched.version import __version__
 
-    return {"ringsched": __version__, "python": platform.python_version(),
-            "numpy": numpy.__version__, "pandas": pd.__version__, "matplotlib": matplotlib.__version__}
+    out = {"ringsched": __version__, "python": platform.python_version(),
+           "numpy": numpy.__version__, "pandas": pd.__version__, "matplotlib": matplotlib.__version__}
+    for dist in RESULT_PACKAGES:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "absent"
+    return out
 
 
 def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float, int]:

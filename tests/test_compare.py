@@ -268,7 +268,7 @@ def test_bad_config_file_is_one_line_naming_file_and_field(cli, tmp_path, text, 
 
 
 def test_table_fits_100_columns_with_every_header_whole(compare_all):
-    """All 9 policies rendered at width 100 (what a pipe gets): no line longer, every shown
+    """Every built-in policy rendered at width 100 (what a pipe gets): no line longer, every shown
     column's header intact on its line, no cell cut, user strings not read as markup."""
     from rich.console import Console
 

@@ -75,9 +75,10 @@ def run_sweep(config: SweepConfig, *, workers: int | None = None, console=None, 
         load_workload(config.trace, cl, seed=config.seeds[0], profiles=config.profiles)
     cells = sweep_cells(config)
     if console is not None and not quiet:
-        console.print(f"{len(cells)} cells: {len(config.clusters)} clusters x {len(config.loads)} loads x "
-                      f"{len(config.seeds)} seeds x {len(config.policies)} policies, engine {config.engine}",
-                      markup=False)
+        counts = [(len(config.clusters), "cluster"), (len(config.loads), "load"), (len(config.seeds), "seed"),
+                  (len(config.policies), "policy")]
+        console.print(f"{len(cells)} cells: " + " x ".join(_count(n, what) for n, what in counts)
+                      + f", engine {config.engine}", markup=False)
     if config.engine == "ray":
         from ringsched.experiment.ray_executor import run_ray
 
@@ -116,6 +117,10 @@ def write_sweep(result: SweepResult, out_dir: Path, *, command: list[str] | None
     report = out_dir / "report.html"
     report.write_text(render_sweep(result.cells, result.intervals, meta, result.paired), encoding="utf-8")
     return report
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {'policies' if what == 'policy' else what + 's'}"
 
 
 def describe_sweep(cfg: SweepConfig) -> str:

@@ -47,8 +47,8 @@ SLOW_TESTS = (
     "test_gadget.py::test_payoff_bound_leaves_decisions_unchanged",
     "test_gadget_kernels.py::test_uniform_plans_equal_the_numpy_reference",
     "test_gadget_kernels.py::test_contiguous_plans_equal_the_numpy_reference",
-    # fits on ../shared's measured profiles (skipped without it): 20-31 s each at a load of 5-8
-    "test_gpu_types.py::test_shipped_t4_parameters_are_the_fit_of_the_measurements",  # every parameter
+    # cross-validated fits on ../shared's measured profiles (skipped without it): 7-23 s each at a
+    # load of 1.3, 20-27 s at 5-8
     "test_fit.py::test_fidelity_on_measured_profiles",  # every parameter
 )
 BACKEND_TESTS = ("test_sweep.py::test_ray_engine_on_a_local_ray_instance_gives_the_local_results",

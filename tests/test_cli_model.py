@@ -142,3 +142,20 @@ def test_fit_on_measured_profile(cli, tmp_path):
     code, out, err = cli("model", "fit", POLLUX / "cifar10" / "placements.csv")
     assert code == 0, err
     assert json.loads(out)["fit"]["median_ape"] < 0.06
+
+
+def test_model_table_fits_100_columns_when_piped(cli, capsys):
+    """`model table` piped (as here): no line over 100 columns, every header whole, and the
+    caption says how many placements a wider terminal adds; 170 columns show them all.
+    Mutant caught: the old fixed 170-column console for pipes."""
+    from ringsched.cli.model_cmd import print_catalogue_tables
+
+    code, out, err = cli("model", "table")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 100 and "…" not in out
+    header = next(line for line in lines if "model" in line and "batch" in line)
+    assert "1 GPU" in header and "8 on 1" in header and "more placements: a wider terminal shows them" in out
+    print_catalogue_tables("16x8", ["resnet50"], width=170)
+    wide = capsys.readouterr().out
+    assert "128 on 16" in wide and "more placements" not in wide and "…" not in wide

@@ -103,15 +103,25 @@ def test_profiles_dir_registers_a_new_type_from_a_fit_file(tmp_path):
     assert "resnet50.json" in str(e.value.file)
 
 
-def test_simulate_takes_profiles_for_a_new_type(cli, tmp_path, monkeypatch):
+def _a100_profiles(folder, slowdown: float = 1.0) -> None:
+    """A --gpu-profiles folder with a type `a100`: H200's parameters, compute ``slowdown`` x slower."""
+    import dataclasses
+
     from ringsched.perfmodel.catalogue import profile_names
 
-    monkeypatch.delenv("RINGSCHED_PROFILES", raising=False)
     h200 = SpeedModel(parse_spec("1x4"))
-    (tmp_path / "a100").mkdir()
+    (folder / "a100").mkdir()
     for m in profile_names():
-        doc = {"format": "ringsched-step-model/1", "model": "ring", "params": h200.params(m).to_dict()}
-        (tmp_path / "a100" / f"{m}.json").write_text(json.dumps(doc))
+        p = h200.params(m)
+        p = dataclasses.replace(p, compute_base_s=p.compute_base_s * slowdown,
+                                compute_per_sample_s=p.compute_per_sample_s * slowdown)
+        doc = {"format": "ringsched-step-model/1", "model": "ring", "params": p.to_dict()}
+        (folder / "a100" / f"{m}.json").write_text(json.dumps(doc))
+
+
+def test_simulate_takes_profiles_for_a_new_type(cli, tmp_path, monkeypatch):
+    monkeypatch.delenv("RINGSCHED_PROFILES", raising=False)
+    _a100_profiles(tmp_path)
     code, out, err = cli("simulate", "--trace", "synthetic:20", "--cluster", "2x4,gpu=a100",
                          "--gpu-profiles", str(tmp_path), "--json")
     assert code == 0, err
@@ -121,3 +131,24 @@ def test_simulate_takes_profiles_for_a_new_type(cli, tmp_path, monkeypatch):
     assert code == 2 and "a100" in err and "Traceback" not in err
     code, out, err = cli("simulate", "--trace", "synthetic:5", "--gpu-profiles", str(tmp_path / "absent"))
     assert code == 2 and "absent" in err and "Traceback" not in err
+
+
+def test_compare_config_carries_the_gpu_profiles(cli, tmp_path, monkeypatch):
+    """`compare --gpu-profiles DIR` writes the folder into experiment.yaml, and `compare --config`
+    of it, in a process that was never given the option, reproduces summary.csv byte for byte.
+    Mutant caught: the option applied by the command but not recorded in the config."""
+    import yaml
+
+    monkeypatch.delenv("RINGSCHED_PROFILES", raising=False)
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    _a100_profiles(profiles, slowdown=3.0)
+    first, again = tmp_path / "first", tmp_path / "again"
+    code, _, err = cli("compare", "--trace", "synthetic:30", "--cluster", "2x4,gpu=a100", "--policies", "srtf",
+                       "--workers", "1", "--gpu-profiles", profiles, "--out", first)
+    assert code == 0, err
+    assert yaml.safe_load((first / "experiment.yaml").read_text())["gpu_profiles"] == [str(profiles)]
+    monkeypatch.delenv("RINGSCHED_PROFILES")
+    code, _, err = cli("compare", "--config", first / "experiment.yaml", "--out", again)
+    assert code == 0, err
+    assert (again / "summary.csv").read_bytes() == (first / "summary.csv").read_bytes()

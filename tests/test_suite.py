@@ -113,8 +113,9 @@ def test_ratios_are_recomputed_from_the_parquet(suite_out):
 def test_each_cell_reports_offered_load_and_utilisation(suite_out):
     cells = pd.read_parquet(suite_out / "cells.parquet")
     assert (cells.offered_load > 0).all()
-    assert ((cells.gpu_utilization >= 0) & (cells.gpu_utilization <= cells.gpu_utilization_busy + 1e-9)).all()
-    assert (cells.gpu_utilization_busy <= 1 + 1e-9).all()
+    # the busy period ends when 99% of the jobs had finished, before the tail (docs/metrics.md)
+    assert ((cells.gpu_utilization >= 0) & (cells.gpu_utilization <= 1 + 1e-9)).all()
+    assert ((cells.gpu_utilization_busy > 0) & (cells.gpu_utilization_busy <= 1 + 1e-9)).all()
 
 
 def test_absent_shared_traces_skip_with_a_reason(monkeypatch, tmp_path, cli):

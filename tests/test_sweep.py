@@ -55,7 +55,10 @@ def test_local_sweep_writes_cells_intervals_and_report(local_run):
         assert row["n"] == 2 and row["mean"] == pytest.approx(x.mean())
         # the interval is clipped to possible values: a JCT is never negative
         assert row["ci_low"] == pytest.approx(max(lo, 0.0)) and row["ci_high"] == pytest.approx(hi)
-    assert (agg["ci_low"] >= 0).all()  # no impossible values (the old worst-rho band went to -60)
+    from ringsched.reports.metrics import METRICS_BY_KEY
+
+    # no impossible values (the old worst-rho band went to -60): each bound within its metric's range
+    assert all(row.ci_low >= METRICS_BY_KEY[row.metric].lower for row in agg.itertuples())
     html = (out / "report.html").read_text()
     assert 'id="sweep-mean-jct-s"' in html and "<script" not in html and 'id="sweep-table"' in html
     for f in ("paired.csv", "experiment.yaml", "run.json"):
@@ -95,6 +98,45 @@ def test_paired_differences_are_per_seed_against_the_baseline():
     row = d[(d["policy"] == "b") & (d["metric"] == "mean_jct_s")].iloc[0]
     assert (row["n"], row["mean_diff"], row["ci_low"], row["ci_high"]) == (3, 10.0, 10.0, 10.0)
     assert set(d["policy"]) == {"b"} and (d["baseline"] == "a").all()
+
+
+def test_intervals_never_leave_the_possible_values():
+    """A worst rho is >= 1 (the old band went to -60, then to 0), a utilisation in [0, 1] and a
+    difference of two utilisations in [-1, 1], however wide the t-interval of three seeds.
+    Mutants caught: worst_ftf_rho's lower bound 0; paired differences left unclipped."""
+    from ringsched.reports import aggregate_sweep, paired_differences
+
+    cells = pd.DataFrame({"cluster": "c", "load": 1.0, "seed": [0, 1, 2] * 2, "policy": ["a"] * 3 + ["b"] * 3,
+                          "worst_ftf_rho": [1.0, 1.0, 60.0, 1.0, 2.0, 1.0],
+                          "gpu_utilization": [0.0, 0.9, 0.0, 0.9, 0.0, 0.9]})
+    agg = aggregate_sweep(cells).set_index(["policy", "metric"])
+    assert agg.loc[("a", "worst_ftf_rho"), "ci_low"] == 1.0 and agg.loc[("a", "worst_ftf_rho"), "ci_high"] > 60
+    assert agg.loc[("a", "gpu_utilization"), "ci_low"] == 0.0
+    assert (agg.xs("gpu_utilization", level="metric")["ci_high"] <= 1.0).all()
+    d = paired_differences(cells, "a").set_index("metric")
+    assert (d.loc["gpu_utilization", "ci_low"], d.loc["gpu_utilization", "ci_high"]) == (-1.0, 1.0)
+
+
+def test_sweep_table_shows_clipped_intervals_and_the_paired_difference():
+    """At 100 columns: each mean with its interval as clipped (never a ``±`` reaching below 0),
+    and after mean JCT the per-seed paired difference against the baseline. Mutants caught:
+    the ``mean ±half`` format; the paired column left out."""
+    from rich.console import Console
+
+    from ringsched.reports import aggregate_sweep, paired_differences
+    from ringsched.reports.terminal import sweep_table
+
+    a = [100.0, 3600.0, 30000.0]
+    cells = pd.DataFrame({"cluster": "c", "load": 1.0, "seed": [0, 1, 2] * 2, "policy": ["a"] * 3 + ["b"] * 3,
+                          "mean_jct_s": a + [x + 360.0 for x in a], "p99_jct_s": a + a})
+    console = Console(width=100, record=True, color_system=None)
+    console.print(sweep_table(aggregate_sweep(cells), "t", 100, paired=paired_differences(cells, "a"),
+                              baseline="a"))
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= 100 and "±" not in text
+    assert "vs a h" in text and "baseline" in text
+    row_b = next(line for line in text.splitlines() if line.split()[2:3] == ["b"])
+    assert "3.22 [0.00, 14.50]" in row_b and "0.10 [0.10, 0.10]" in row_b  # (b - a) = 360 s on every seed
 
 
 def test_t_interval_with_one_seed_is_a_point():

@@ -75,3 +75,6 @@ def test_cli_skip_bad_rows(tmp_path, cli):
                          "--out", tmp_path / "cmp", "--skip-bad-rows", "--workers", "1")
     assert code == 0 and "skipped 4 bad trace row(s)" in err
     assert len(pd.read_parquet(tmp_path / "cmp" / "jobs.parquet")) == 2
+    # the workload is named in full: the title and the summary say rows were skipped
+    assert f"philly:{p}, bad rows skipped, load 1" in " ".join(out.split())
+    assert pd.read_csv(tmp_path / "cmp" / "summary.csv")["skip_bad_rows"].tolist() == [True]

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ringsched.errors import InputError
 
@@ -66,9 +67,10 @@ def queue(all_jobs: bool = typer.Option(False, "--all", help="Finished jobs too 
         t.add_column(col)
     for j in jobs:
         prog = f"{100 * j['done_samples'] / j['work_samples']:.0f}%" if j["work_samples"] else "-"
-        t.add_row(j["id"], j["state"], j["user"], str(j["priority"]), str(j["workers"]),
-                  " ".join(map(str, j["placement"])) or "-", prog, f"{_fmt(j['loss_first'])} -> {_fmt(j['loss_last'])}")
-    Console().print(t)
+        cells = (j["id"], j["state"], j["user"], str(j["priority"]), str(j["workers"]),
+                 " ".join(map(str, j["placement"])) or "-", prog, f"{_fmt(j['loss_first'])} -> {_fmt(j['loss_last'])}")
+        t.add_row(*(Text(str(c)) for c in cells))  # a submitter's free text: never read as markup
+    Console(emoji=False, highlight=False).print(t)
 
 
 def _job_path(job_id: str) -> str:

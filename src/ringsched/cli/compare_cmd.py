@@ -12,7 +12,7 @@ from ringsched.cli import workload as w
 from ringsched.experiment.config import CompareConfig, build
 
 FIELDS = {**w.TRACE_FIELDS, **w.SIM_FIELDS, "cluster": "cluster", "load": "load", "seed": "seed",
-          "policies": "policies", "objective": "objective", "profiles": "profiles"}
+          "policies": "policies", "objective": "objective", "profiles": "profiles", "gpu_profiles": "gpu_profiles"}
 
 EPILOG = """Examples:
 
@@ -54,10 +54,6 @@ def compare(
     slotted: bool = w.SlottedOpt,
     workers: int = w.WorkersOpt,
 ) -> None:
-    if gpu_profiles:
-        from ringsched.perfmodel.gpus import use_profiles
-
-        use_profiles(gpu_profiles)
     """Run several policies on the same workload in parallel; table, files and an HTML report."""
     from ringsched.errors import InputError
     from ringsched.experiment.compare import run_compare, write_compare
@@ -65,14 +61,15 @@ def compare(
 
     if config is not None:
         cfg = w.merge_config(ctx, config, CompareConfig, FIELDS,
-                             {"policies": w.parse_policies, "profiles": w.read_profiles})
+                             {"policies": w.parse_policies, "profiles": w.read_profiles, "gpu_profiles": _dirs})
         out = out or config.parent
     elif out is None:
         raise InputError("give --out DIR (or --config EXPERIMENT.yaml)", field="out")
     else:
         cfg = build(CompareConfig, trace=w.trace_settings(ctx.params), cluster=cluster, load=load, seed=seed,
                             policies=w.parse_policies(policies), objective=objective,
-                            profiles=w.read_profiles(profiles), simulator=w.simulator_settings(ctx.params))
+                            profiles=w.read_profiles(profiles), gpu_profiles=_dirs(gpu_profiles),
+                            simulator=w.simulator_settings(ctx.params))
     cfg = cfg.model_copy(update={"policies": w.parse_policies(cfg.policies),
                                  "objective": w.check_objective(cfg.objective)})
     err = Console(stderr=True, emoji=False, highlight=False)
@@ -101,3 +98,7 @@ def compare(
         raise typer.Exit(130)
     if result.errors:
         raise typer.Exit(1)
+
+
+def _dirs(paths: list[Path] | None) -> list[str]:
+    return [str(p) for p in paths or ()]

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ringsched.errors import InputError
 
@@ -135,18 +136,20 @@ def fidelity_cmd(
         pol_m, pol_p = r.median_ape["pollux"], r.p90_ape["pollux"]
         fmt = lambda v, other: f"[bold green]{v:.1%}[/]" if v < other else f"{v:.1%}"  # noqa: E731
         cells = [fmt(ours_m, pol_m), fmt(ours_p, pol_p), fmt(pol_m, ours_m), fmt(pol_p, ours_p)]
-        t.add_row(r.name, str(r.rows), str(r.shapes), *cells)
+        t.add_row(Text(r.name), str(r.rows), str(r.shapes), *cells)  # a folder name: plain text
     Console().print(t)
 
 
-def print_catalogue_tables(cluster_spec: str, models: list[str] | None = None) -> None:
-    """The demo: iteration time, scaling efficiency and throughput for the built-in models."""
+def print_catalogue_tables(cluster_spec: str, models: list[str] | None = None, width: int | None = None) -> None:
+    """The demo: iteration time, scaling efficiency and throughput for the built-in models, as
+    many placements as fit the terminal (100 columns when piped; ``width`` overrides)."""
     import numpy as np
 
     from ringsched.cluster import load_cluster
     from ringsched.perfmodel import catalogue
     from ringsched.perfmodel.ring import scaling_efficiency, step_time_s, throughput_sps
     from ringsched.perfmodel.speed import SpeedModel
+    from ringsched.reports.terminal import fit_to_width, stdout_console
 
     cluster = load_cluster(cluster_spec)
     g = int(cluster.gpus.max())
@@ -154,34 +157,39 @@ def print_catalogue_tables(cluster_spec: str, models: list[str] | None = None) -
     places = [(w, k) for w, k in DEMO_PLACEMENTS if k <= n and w <= k * g and w >= k]
     if not places:
         places = [(min(g, cluster.total_gpus), 1)]
-    names = models or catalogue.profile_names()
-    con = Console()
-    if not con.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
-        con = Console(width=170)
-    con.print(f"[bold]Cluster[/] {cluster_spec}: {cluster.describe()}")
-    t_step = Table(title="Predicted iteration time, ms (per-worker batch = profile default)")
-    t_eff = Table(title="Scaling efficiency (throughput / (workers x 1-GPU throughput))")
-    for t in (t_step, t_eff):
-        t.add_column("model")
-        t.add_column("batch", justify="right")
-        t.add_column("1 GPU", justify="right")
-        for w, k in places:
-            t.add_column(f"{w} on {k}", justify="right")
-    t_eff.add_column("best samples/s", justify="right")
     w = np.array([1] + [p[0] for p in places])
     k = np.array([1] + [p[1] for p in places])
     speed = SpeedModel(cluster)  # the first server's GPU type (docs/catalogue.md, "GPU types")
-    for name in names:
+    step_rows, eff_rows = [], []
+    for name in models or catalogue.profile_names():
         prof = catalogue.get_profile(name)
         p = speed.params(prof.name)
         b = prof.default_local_bsz
-        step = step_time_s(p, b, w, k)
-        eff = scaling_efficiency(p, b, w, k)
-        thr = throughput_sps(p, b, w, k)
-        t_step.add_row(prof.name, str(b), *[f"{1e3 * s:.1f}" for s in step])
-        t_eff.add_row(prof.name, str(b), *[f"{e:.0%}" for e in eff], f"{thr.max():,.0f}")
-    con.print(t_step)
-    con.print(t_eff)
+        step_rows.append([prof.name, str(b), *[f"{1e3 * x:.1f}" for x in step_time_s(p, b, w, k)]])
+        eff_rows.append([prof.name, str(b), *[f"{e:.0%}" for e in scaling_efficiency(p, b, w, k)],
+                         f"{throughput_sps(p, b, w, k).max():,.0f}"])
+    heads = ["1 GPU", *[f"{a} on {c}" for a, c in places]]
+
+    def builder(title: str, rows: list[list[str]], last: str | None):
+        def build(m: int) -> Table:
+            left = len(heads) - m
+            t = Table(title=Text(title), caption=Text(f"{left} more placement{'s' if left > 1 else ''}: a wider "
+                                                      "terminal shows them") if left else None)
+            for h in ["model", "batch", *heads[:m]] + ([last] if last else []):
+                t.add_column(Text(h), justify="left" if h == "model" else "right", no_wrap=True)
+            for r in rows:
+                cells = r[:2 + m] + ([r[-1]] if last else [])
+                t.add_row(*(Text(c) for c in cells))
+            return t
+        return build
+
+    con = stdout_console() if width is None else Console(width=width, emoji=False, highlight=False)
+    width = con.width
+    con.print(Text.assemble(("Cluster", "bold"), f" {cluster_spec}: {cluster.describe()}"))
+    con.print(fit_to_width(builder("Predicted iteration time, ms (per-worker batch = profile default)",
+                                   step_rows, None), len(heads), width))
+    con.print(fit_to_width(builder("Scaling efficiency (throughput / (workers x 1-GPU throughput))",
+                                   eff_rows, "best samples/s"), len(heads), width))
 
 
 @app.command("table", epilog="Example: ringsched model table --cluster examples/cluster.yaml -m resnet50 -m bert_base")

@@ -25,10 +25,28 @@ from ringsched.errors import InputError
 BACKENDS = ("local", "ray")
 
 
+def require_run_extra(*modules: str) -> None:
+    """One line naming the ``[run]`` extra when a module real execution needs is not installed
+    (a simulator-only install leaves them out); the workers would fail one by one instead."""
+    import importlib.util
+
+    def absent(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except ImportError:
+            return True
+
+    missing = [m for m in modules if absent(m)]
+    if missing:
+        raise InputError(f"real execution needs {', '.join(missing)}, which a simulator-only install leaves out: "
+                         "pip install 'ringsched[run]'", field="install")
+
+
 def check_execution_options(backend: str, slot_s: float, checkpoint_s: float, address: str | None) -> None:
     """The options ``run`` and ``serve`` share, checked before any work (one line, exit 2)."""
     if backend not in BACKENDS:
         raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}", field="backend")
+    require_run_extra("torch", *(("ray",) if backend == "ray" else ()))
     for name, v in (("slot-s", slot_s), ("checkpoint-s", checkpoint_s)):
         if not (math.isfinite(v) and v > 0):
             raise InputError(f"--{name} must be a positive number, got {v:g}", field=name)
@@ -62,7 +80,8 @@ class RunProgress:
             return
         self.last = now
         if self.bar is None:
-            self.bar = Progress(TextColumn("[bold]{task.description:<22}"), BarColumn(), TaskProgressColumn(),
+            self.bar = Progress(TextColumn("{task.description:<22}", markup=False, style="bold"), BarColumn(),
+                                TaskProgressColumn(),
                                 TextColumn("{task.fields[status]:<9} w={task.fields[workers]} loss {task.fields[loss]}"),
                                 TimeElapsedColumn(), console=self.console, transient=False)
             self.bar.start()
@@ -91,14 +110,19 @@ def _fmt(v, digits=3) -> str:
 
 
 def print_summary(s: dict, console: Console) -> None:
-    t = Table(title=f"{s['policy']} on {s['cluster']} ({s['backend']}), {s['wall_s']:.1f} s wall")
+    """One row per job: names and losses whole (only the status, which may carry an error, wraps);
+    every cell plain text, never markup (an error message may hold brackets)."""
+    from rich.text import Text
+
+    t = Table(title=Text(f"{s['policy']} on {s['cluster']} ({s['backend']}), {s['wall_s']:.1f} s wall"))
     for col in ("job", "status", "workers", "resizes", "loss", "step err"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col != "status")
     for j in s["jobs"]:
         status = j["status"] + (f": {j['error']}" if j.get("error") else "")
-        t.add_row(j["job"], status, " ".join(map(str, j["workers"])) or "-", str(j["resizes"]),
-                  f"{_fmt(j['loss_first'])} -> {_fmt(j['loss_last'])}",
-                  f"{j['median_step_error'] * 100:.0f}%" if j["median_step_error"] is not None else "-")
+        cells = (j["job"], status, " ".join(map(str, j["workers"])) or "-", str(j["resizes"]),
+                 f"{_fmt(j['loss_first'])} -> {_fmt(j['loss_last'])}",
+                 f"{j['median_step_error'] * 100:.0f}%" if j["median_step_error"] is not None else "-")
+        t.add_row(*(Text(c) for c in cells))
     console.print(t)
     pct = lambda v: "-" if v is None else f"{v * 100:.0f}%"  # noqa: E731
     console.print(f"completed {s['completed']}, failed {s['failed']}, resizes {s['resizes']}. Median step-time "
@@ -164,7 +188,9 @@ def run(
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
-        print_summary(summary, Console())
+        from ringsched.reports.terminal import stdout_console
+
+        print_summary(summary, stdout_console())
     raise typer.Exit(exit_code(summary))
 
 

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ringsched.cli.run_cmd import EXIT_STATE_ERROR, check_execution_options
+from ringsched.cli.run_cmd import EXIT_STATE_ERROR, check_execution_options, require_run_extra
 from ringsched.errors import InputError
 
 EPILOG = "Example: ringsched serve --backend local --cluster 2x2 --state state/ --port 8642"
@@ -37,12 +37,13 @@ def serve(
 ) -> None:
     """Run the scheduler as a service: submit, list, cancel, hold and release jobs over HTTP
     (ringsched submit/queue/status/cancel/logs), until SIGTERM or Ctrl-C checkpoints them."""
+    check_execution_options(backend, slot_s, checkpoint_s, address)
+    require_run_extra("fastapi", "uvicorn")
     from ringsched.backends import signals
     from ringsched.backends.controller import LauncherError
     from ringsched.backends.journal import StateWriteError
     from ringsched.service.server import ServeOptions, serve as run_service
 
-    check_execution_options(backend, slot_s, checkpoint_s, address)
     if state.exists() and not state.is_dir():
         raise InputError(f"--state {state} exists and is not a directory", field="state")
     err = Console(stderr=True)

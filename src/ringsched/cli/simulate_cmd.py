@@ -41,7 +41,9 @@ class LazyProgress:
         if self.bar is None:
             if time.perf_counter() - self.t0 < 1.0:
                 return
-            self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            # the label is the user's policy spec: plain text, never rich markup
+            self.bar = Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(),
+                                MofNCompleteColumn(),
                                 TextColumn("jobs  sim day {task.fields[day]:.1f}"), TimeElapsedColumn(),
                                 console=Console(stderr=True), transient=False)
             self.bar.start()

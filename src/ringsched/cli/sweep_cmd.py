@@ -134,8 +134,10 @@ def sweep(
         from ringsched.experiment.sweep import describe_sweep
 
         console = stdout_console()
+        baseline = cfg.baseline or cfg.policies[0]
         console.print(sweep_table(result.intervals, f"sweep of {describe_sweep(cfg)}: mean over seeds "
-                                  f"± half {cfg.confidence:.0%} t-interval", console.width))
+                                  f"[{cfg.confidence:.0%} t-interval]", console.width, paired=result.paired,
+                                  baseline=baseline))
     for k, e in result.errors.items():
         err.print(f"{k} failed: {e}", style="red", markup=False)
     if result.interrupted:

@@ -104,6 +104,10 @@ def run_compare(config: CompareConfig, *, workers: int | None = None, console=No
     from ringsched.experiment.executors import default_workers
 
     t0 = time.perf_counter()
+    if config.gpu_profiles:
+        from ringsched.perfmodel.gpus import use_profiles
+
+        use_profiles(config.gpu_profiles)  # this process and the forked workers
     wl = load_workload(config.trace, config.cluster, seed=config.seed, load=config.load, profiles=config.profiles)
     n_workers = default_workers(len(config.policies), workers)
     if on_loaded is not None:

@@ -93,6 +93,7 @@ class CompareConfig(BaseModel):
     policies: list[str] = Field(min_length=1)
     objective: str = "jct"
     profiles: dict[str, dict] = {}  # model -> a `ringsched model fit` document (experiment/profiles.py)
+    gpu_profiles: list[str] = []  # folders DIR/<gpu type>/<model>.json (--gpu-profiles; docs/catalogue.md)
     simulator: SimulatorSettings = SimulatorSettings()
 
 

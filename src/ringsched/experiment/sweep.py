@@ -18,7 +18,7 @@ import pandas as pd
 
 from ringsched.experiment.config import SweepConfig, TraceSettings, dump_config
 from ringsched.experiment.executors import RunOutcome, Task, post, progress_callback, run_parallel
-from ringsched.experiment.workload import load_workload
+from ringsched.experiment.workload import describe_trace, load_workload
 
 
 def run_cell(cell: dict) -> dict:
@@ -75,9 +75,10 @@ def run_sweep(config: SweepConfig, *, workers: int | None = None, console=None, 
         load_workload(config.trace, cl, seed=config.seeds[0], profiles=config.profiles)
     cells = sweep_cells(config)
     if console is not None and not quiet:
-        console.print(f"{len(cells)} cells: {len(config.clusters)} clusters x {len(config.loads)} loads x "
-                      f"{len(config.seeds)} seeds x {len(config.policies)} policies, engine {config.engine}",
-                      markup=False)
+        counts = [(len(config.clusters), "cluster"), (len(config.loads), "load"), (len(config.seeds), "seed"),
+                  (len(config.policies), "policy")]
+        console.print(f"{len(cells)} cells: " + " x ".join(_count(n, what) for n, what in counts)
+                      + f", engine {config.engine}", markup=False)
     if config.engine == "ray":
         from ringsched.experiment.ray_executor import run_ray
 
@@ -118,9 +119,13 @@ def write_sweep(result: SweepResult, out_dir: Path, *, command: list[str] | None
     return report
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {'policies' if what == 'policy' else what + 's'}"
+
+
 def describe_sweep(cfg: SweepConfig) -> str:
     t = cfg.trace
-    parts = [t.trace] + [f"{k} {v}" for k, v in (("vc", t.vc), ("window", t.window), ("limit", t.limit)) if v]
+    parts = describe_trace(t)
     parts += [f"loads {', '.join(f'{x:g}' for x in cfg.loads)}", f"seeds {', '.join(map(str, cfg.seeds))}",
               f"clusters {'; '.join(cfg.clusters)}", "rigid jobs" if t.rigid else "elastic jobs"]
     return ", ".join(parts)

@@ -38,12 +38,11 @@ class Workload:
 def workload_columns(trace: TraceSettings, cluster: str, seed: int, load: float) -> dict:
     return {"trace": trace.trace, "vc": trace.vc or "", "window": trace.window or "",
             "limit": "" if trace.limit is None else int(trace.limit), "rigid": bool(trace.rigid),
-            "load": float(load), "seed": int(seed), "cluster_spec": cluster}
+            "skip_bad_rows": bool(trace.skip_bad_rows), "load": float(load), "seed": int(seed), "cluster_spec": cluster}
 
 
-def describe_workload(trace: TraceSettings, cluster: str, seed: int, load: float) -> str:
-    """One line naming every part of the workload, e.g. ``synthetic:1000, vc 6214e9, window
-    0:86400, limit 500, load 2, seed 0, cluster 16x8, elastic jobs``."""
+def describe_trace(trace: TraceSettings) -> list[str]:
+    """The trace and every filter that changes which jobs it gives (vc, window, limit, bad rows)."""
     parts = [trace.trace]
     if trace.vc:
         parts.append(f"vc {trace.vc}")
@@ -51,6 +50,15 @@ def describe_workload(trace: TraceSettings, cluster: str, seed: int, load: float
         parts.append(f"window {trace.window}")
     if trace.limit is not None:
         parts.append(f"limit {trace.limit}")
+    if trace.skip_bad_rows:
+        parts.append("bad rows skipped")
+    return parts
+
+
+def describe_workload(trace: TraceSettings, cluster: str, seed: int, load: float) -> str:
+    """One line naming every part of the workload, e.g. ``synthetic:1000, vc 6214e9, window
+    0:86400, limit 500, load 2, seed 0, cluster 16x8, elastic jobs``."""
+    parts = describe_trace(trace)
     parts += [f"load {load:g}", f"seed {seed}", f"cluster {cluster}", "rigid jobs" if trace.rigid else "elastic jobs"]
     return ", ".join(parts)
 

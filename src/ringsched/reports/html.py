@@ -138,9 +138,10 @@ def _time_figures(summary, jobs, timeline, policies, colors) -> list[str]:
     s_idx = summary.set_index("policy")
     total_gpus = {p: float(s_idx.loc[p, "total_gpus"]) for p in policies}
     t_end = {p: float(s_idx.loc[p, "simulated_s"]) for p in policies} if "simulated_s" in s_idx else {}
-    start, busy, last = plots.busy_window(jobs)
+    start, busy, last = plots.busy_window(jobs, summary)
     tail = (f" Shown over the busy period, {start / HOUR:,.1f} to {busy / HOUR:,.1f} h, when 99% of the jobs had "
-            f"finished under every policy; the last job finished at {last / HOUR:,.1f} h.")
+            f"finished under every policy (the period of the table's busy utilisation); the last job finished at "
+            f"{last / HOUR:,.1f} h.")
     util = plots._timeline_plot(
         timeline, policies, colors,
         lambda tl: tl["busy_gpus"].to_numpy(float) / total_gpus[str(tl["policy"].iloc[0])] * 100.0,

@@ -58,7 +58,7 @@ TABLE_METRICS: tuple[Metric, ...] = (
     Metric("makespan_s", "makespan (h)", "min", 1 / HOUR, "{:,.1f}", header="span h"),
     Metric("energy_kwh", "energy (kWh)", "min", fmt="{:,.0f}", header="kWh"),
     Metric("jain_index", "Jain index", "max", fmt="{:.3f}", header="Jain", upper=1.0),
-    Metric("worst_ftf_rho", "worst FTF rho", "min", header="worst rho"),
+    Metric("worst_ftf_rho", "worst FTF rho", "min", header="worst rho", lower=1.0),  # rho >= 1
     Metric("preemptions", "preemptions", "min", fmt="{:,.0f}", header="preempt"),
 )
 
@@ -73,7 +73,7 @@ SWEEP_METRICS: tuple[Metric, ...] = (
            upper=1.0),
     Metric("energy_kwh", "energy (kWh)", "min", fmt="{:,.0f}", header="kWh"),
     Metric("jain_index", "Jain index", "max", fmt="{:.3f}", header="Jain", upper=1.0),
-    Metric("worst_ftf_rho", "worst FTF rho", "min", header="worst rho"),
+    Metric("worst_ftf_rho", "worst FTF rho", "min", header="worst rho", lower=1.0),  # rho >= 1
     Metric("makespan_s", "makespan (h)", "min", 1 / HOUR, "{:,.1f}", header="span h"),
 )
 METRICS_BY_KEY = {m.key: m for m in TABLE_METRICS + SWEEP_METRICS}
@@ -169,14 +169,28 @@ def headline(summary: pd.DataFrame, key: str = "mean_jct_s") -> str:
             f"{summary.loc[worst, 'policy']} ({m.show(w)} {unit}), the worst of {len(vals)} policies.")
 
 
+# Besides numpy and pandas, the packages whose version can change a result: the MILP solver of
+# sia and the optimum (highspy), the compiled kernels (numba), scipy's intervals, the Parquet files.
+RESULT_PACKAGES = ("scipy", "numba", "highspy", "pyarrow", "pydantic")
+
+
 def versions() -> dict[str, str]:
+    """The versions a run's outputs record (run.json, report headers)."""
+    from importlib import metadata
+
     import matplotlib
     import numpy
 
     from ringsched.version import __version__
 
-    return {"ringsched": __version__, "python": platform.python_version(),
-            "numpy": numpy.__version__, "pandas": pd.__version__, "matplotlib": matplotlib.__version__}
+    out = {"ringsched": __version__, "python": platform.python_version(),
+           "numpy": numpy.__version__, "pandas": pd.__version__, "matplotlib": matplotlib.__version__}
+    for dist in RESULT_PACKAGES:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "absent"
+    return out
 
 
 def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float, int]:
@@ -221,6 +235,13 @@ def _clip(v: float, lower: float | None, upper: float | None) -> float:
     return upper if upper is not None and v > upper else v
 
 
+def _difference_range(m: Metric) -> tuple[float | None, float | None]:
+    """The possible range of a difference of two values of ``m`` (unbounded unless both ends are)."""
+    if m.lower is None or m.upper is None:
+        return None, None
+    return m.lower - m.upper, m.upper - m.lower
+
+
 def paired_differences(cells: pd.DataFrame, baseline: str, metrics: Sequence[Metric] = SWEEP_METRICS,
                        confidence: float = 0.95) -> pd.DataFrame:
     """Per (cluster, load, policy, metric): the mean over seeds of (policy - baseline) on the same
@@ -240,5 +261,6 @@ def paired_differences(cells: pd.DataFrame, baseline: str, metrics: Sequence[Met
                 d = (pd.to_numeric(gp.loc[seeds, m.key], errors="coerce")
                      - pd.to_numeric(base.loc[seeds, m.key], errors="coerce")).to_numpy(float)
                 mean, lo, hi, n = t_interval(d, confidence)
+                lo, hi = _clip(lo, *_difference_range(m)), _clip(hi, *_difference_range(m))
                 rows.append(dict(zip(cols, (cl, float(load), pol, baseline, m.key, n, mean, lo, hi, confidence))))
     return pd.DataFrame(rows, columns=cols)

@@ -118,15 +118,16 @@ def plot_jct_cdf(jobs: pd.DataFrame, policies: Sequence[str], colors) -> str:
     return _svg(fig, "plot-jct-cdf")
 
 
-def busy_window(jobs: pd.DataFrame, share: float = 0.99) -> tuple[float, float, float]:
-    """(start, busy end, last finish) in seconds: the busy end is when ``share`` of the jobs had
-    finished under every policy (its latest such time), so one long job cannot stretch the plots."""
+def busy_window(jobs: pd.DataFrame, summary: pd.DataFrame) -> tuple[float, float, float]:
+    """(start, busy end, last finish) in seconds: the busy end is the latest of the policies'
+    ``busy_end_s`` (when 99% of the jobs had finished: the end of the period the table's busy
+    utilisation covers), so one long job cannot stretch the plots."""
     done = jobs[jobs["status"] == "completed"] if "status" in jobs else jobs.iloc[0:0]
     if done.empty:
         return 0.0, 1.0, 1.0
     start = float(jobs["arrival_s"].min())
     last = float(done["finish_s"].max())
-    busy = max(float(np.quantile(g["finish_s"].to_numpy(float), share)) for _, g in done.groupby("policy"))
+    busy = float(pd.to_numeric(summary["busy_end_s"]).max())
     return start, max(busy, start + 1.0), last
 
 

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ringsched.reports.metrics import SWEEP_METRICS, TABLE_METRICS, TIE_SHARE, Metric, best_marks
+from ringsched.reports.metrics import (METRICS_BY_KEY, SWEEP_METRICS, TABLE_METRICS, TIE_SHARE, Metric,
+                                       best_marks)
 
 PIPE_WIDTH = 100  # the width of a table written to a pipe or a file
 
@@ -27,7 +28,7 @@ def _natural_width(table: Table) -> int:
     return Console(width=10_000).measure(table).maximum
 
 
-def _fitting(build: Callable[[int], Table], n_max: int, width: int) -> Table:
+def fit_to_width(build: Callable[[int], Table], n_max: int, width: int) -> Table:
     """The table ``build(n)`` with the most leading metric columns (n <= n_max) whose natural
     width fits in ``width``, so rich never squeezes or cuts a header."""
     n = n_max
@@ -66,18 +67,38 @@ def compare_table(summary: pd.DataFrame, title: str, width: int, jobs: pd.DataFr
             table.add_row(Text(str(r["policy"])), *marked)
         return table
 
-    return _fitting(build, len(metrics), width)
+    return fit_to_width(build, len(metrics), width)
 
 
 def _interval_text(m: Metric, mean: float, lo: float, hi: float, n: int) -> str:
-    return m.show(mean) if n < 2 else f"{m.show(mean)} ±{m.show((hi - lo) / 2)}"
+    """``mean [low, high]``: the interval as clipped to possible values (a ``±`` would show a
+    JCT band below 0 where the clipped interval is lopsided)."""
+    return m.show(mean) if n < 2 else f"{m.show(mean)} [{m.show(lo)}, {m.show(hi)}]"
+
+
+def _paired_cells(paired: pd.DataFrame | None, groups: list, baseline: str, key: str = "mean_jct_s") -> list[str]:
+    """Per (cluster, load, policy): the mean per-seed difference against the baseline [interval]."""
+    m = METRICS_BY_KEY[key]
+    idx = paired[paired["metric"] == key].set_index(["cluster", "load", "policy"]) if paired is not None else None
+    out = []
+    for g in groups:
+        if g[2] == baseline:
+            out.append("baseline")
+        elif idx is not None and g in idx.index:
+            r = idx.loc[g]
+            out.append(_interval_text(m, r["mean_diff"], r["ci_low"], r["ci_high"], int(r["n"])))
+        else:
+            out.append("-")
+    return out
 
 
 def sweep_table(agg: pd.DataFrame, title: str, width: int,
                 keys: Sequence[str] = ("mean_jct_s", "p99_jct_s", "total_utility", "gpu_utilization",
-                                       "energy_kwh")) -> Table:
-    """One row per (cluster, load, policy): mean over seeds ± half the interval, as many of
-    ``keys`` as fit."""
+                                       "energy_kwh"), paired: pd.DataFrame | None = None,
+                baseline: str | None = None) -> Table:
+    """One row per (cluster, load, policy): mean over seeds [interval], as many of ``keys`` as
+    fit; with ``paired`` (paired.csv), after mean JCT the per-seed paired difference against
+    ``baseline`` [interval], which seed-to-seed spread does not blur."""
     metrics = [m for m in SWEEP_METRICS if m.key in keys and m.key in set(agg["metric"])]
     idx = agg.set_index(["cluster", "load", "policy", "metric"])
     groups = list(agg.groupby(["cluster", "load", "policy"], sort=False).groups)
@@ -87,18 +108,23 @@ def sweep_table(agg: pd.DataFrame, title: str, width: int,
             r = idx.loc[(*g, m.key)] if (*g, m.key) in idx.index else None
             cells[m.key].append("-" if r is None else _interval_text(m, r["mean"], r["ci_low"], r["ci_high"],
                                                                      int(r["n"])))
+    columns = [(m.head, cells[m.key]) for m in metrics]
+    if baseline is not None and metrics and metrics[0].key == "mean_jct_s":
+        columns.insert(1, (f"vs {baseline} h", _paired_cells(paired, groups, baseline)))
     lead = [("cluster", [str(g[0]) for g in groups]), ("load", [f"{g[1]:g}" for g in groups]),
             ("policy", [str(g[2]) for g in groups])]
 
     def build(n: int) -> Table:
-        table = _table(title, "mean over seeds ± half the interval; every metric in sweep.csv, paired "
-                              "differences in paired.csv")
+        caption = "mean over seeds [interval]; every metric in sweep.csv"
+        if baseline is not None:
+            caption += f"; vs {baseline}: mean per-seed difference (policy - {baseline}) [interval], paired.csv"
+        table = _table(title, caption)
         for h, _ in lead:
-            table.add_column(h, justify="right" if h == "load" else "left", no_wrap=True)
-        for m in metrics[:n]:
-            table.add_column(m.head, justify="right", no_wrap=True)
+            table.add_column(Text(h), justify="right" if h == "load" else "left", no_wrap=True)
+        for h, _ in columns[:n]:
+            table.add_column(Text(h), justify="right", no_wrap=True)
         for i in range(len(groups)):
-            table.add_row(*(Text(v[i]) for _, v in lead), *(Text(cells[m.key][i]) for m in metrics[:n]))
+            table.add_row(*(Text(v[i]) for _, v in lead), *(Text(v[i]) for _, v in columns[:n]))
         return table
 
-    return _fitting(build, len(metrics), width)
+    return fit_to_width(build, len(columns), width)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -131,6 +132,9 @@ class Simulator:
         self._last_report = 0.0
         self.last_busy_s: float | None = None  # the last time any GPU was held
         self.busy_gpu_s = 0.0
+        # (time, busy_gpu_s) at every accumulation: GPUs held change only there, so the curve
+        # between two points is a line and held_gpu_s_until reads it exactly
+        self._held_t_s, self._held_gpu_s = array("d"), array("d")
         self.powered_server_s = 0.0
         self.powered_gpu_s = 0.0
         self.timeline: list[tuple] = []
@@ -169,6 +173,14 @@ class Simulator:
             if busy:
                 self.last_busy_s = t
             self._last_acc_s = t
+            self._held_t_s.append(t)
+            self._held_gpu_s.append(self.busy_gpu_s)
+
+    def held_gpu_s_until(self, t: float) -> float:
+        """GPU-seconds held from the start of the run to ``t`` (the busy period's integral)."""
+        if not self._held_t_s:
+            return 0.0
+        return float(np.interp(t, self._held_t_s, self._held_gpu_s, left=0.0))
 
     def _materialize(self, js: JobState, t: float) -> None:
         """Fold progress and attained service up to ``t`` into the stored values."""
@@ -424,6 +436,8 @@ class Simulator:
         states = self.states
         t0 = self.loop.first_time(states[0].job.arrival_s if states else 0.0)
         self._last_acc_s = t0
+        self._held_t_s.append(t0)
+        self._held_gpu_s.append(0.0)
         if self.cfg.mtbf_h is not None:
             for s in range(self.cluster.num_servers):
                 self._fail_heap.append((t0 + self._rng.exponential(self.cfg.mtbf_h * 3600.0), s, "fail"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ringsched.simulator.metrics import summarize
+from ringsched.simulator.metrics import busy_end_s, summarize
 
 
 # Summary fields that time the machine, not the run: the only ones that differ between two runs
@@ -66,9 +66,10 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
     summary = {"policy": sim.policy.name, "cluster": sim.cluster.describe(), "total_gpus": sim.cluster.total_gpus,
                "seed": sim.cfg.seed, "slot_s": sim.cfg.slot_s, "decide_at_events": sim.cfg.decide_at_events,
                "estimates": sim.cfg.estimates.spec()}
+    busy_gpu_s = sim.held_gpu_s_until(busy_end_s(jobs, end_s, sim.last_busy_s))
     summary.update(summarize(jobs, total_gpus=sim.cluster.total_gpus, powered_server_s=sim.powered_server_s,
-                             powered_gpu_s=sim.powered_gpu_s, end_s=end_s, last_busy_s=sim.last_busy_s,
-                             energy=sim.cfg.energy))
+                             powered_gpu_s=sim.powered_gpu_s, busy_gpu_s=busy_gpu_s, end_s=end_s,
+                             last_busy_s=sim.last_busy_s, energy=sim.cfg.energy))
     summary["lost_work_share"] = (float(jobs["lost_samples"].sum() / jobs["work_samples"].sum())
                                   if len(jobs) else 0.0)
     summary.update({

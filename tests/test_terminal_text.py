@@ -1,0 +1,60 @@
+"""User strings on the terminal (policy specs, submitters' names) are shown as typed, never read
+as rich markup or emoji shortcodes (issue 19: a sweep title `synthetic:100` printed an emoji)."""
+
+from __future__ import annotations
+
+
+def test_simulate_progress_shows_the_policy_spec_as_plain_text():
+    """The progress bar's label is the user's string: `[bold]`/`:smile:` stay as typed.
+    Mutant caught: the old ``TextColumn("[bold]{task.description}")`` (reads markup)."""
+    from ringsched.cli.simulate_cmd import LazyProgress
+
+    bar = LazyProgress("x[bold]y[/bold]:smile:", 10)
+    bar.t0 -= 5.0  # as if the run had lasted 5 s: the bar appears
+    bar(0.0, 1, 10)
+    try:
+        task = bar.bar.tasks[0]
+        assert bar.bar.columns[0].render(task).plain == "x[bold]y[/bold]:smile:"
+    finally:
+        bar.close()
+
+
+def test_queue_shows_a_submitters_name_as_typed(cli, monkeypatch):
+    """`ringsched queue` prints what other users submitted: `[blink]` or `:smile:` in a user
+    name stays as typed. Mutant caught: cells passed to rich as plain (markup) strings."""
+    import ringsched.cli.client_cmds as cc
+
+    job = {"id": "digits", "state": "running", "user": "[blink]eve[/blink]:smile:", "priority": 0, "workers": 2,
+           "placement": [0, 1], "done_samples": 1, "work_samples": 2, "loss_first": 2.0, "loss_last": 1.0}
+
+    class Fake:
+        def get(self, path):
+            return [job]
+
+    monkeypatch.setattr(cc, "_client", lambda url, token: Fake())
+    monkeypatch.setenv("COLUMNS", "120")
+    code, out, err = cli("queue")
+    assert code == 0, err
+    assert "[blink]eve[/blink]:smile:" in out
+
+
+def test_run_summary_keeps_names_and_losses_whole_and_errors_plain():
+    """`ringsched run`'s closing table at 100 columns (a pipe): job names and losses on one line,
+    an error's brackets shown as typed. Mutant caught: the old table (cells wrapped and cut at
+    80 columns, ``demo0-digits-c…``; strings read as markup)."""
+    from rich.console import Console
+
+    from ringsched.cli.run_cmd import print_summary
+
+    job = {"job": "demo0-digits-cnn", "status": "completed", "workers": [2, 2, 2], "resizes": 0,
+           "loss_first": 2.3, "loss_last": 0.000544, "median_step_error": 0.55}
+    bad = {**job, "job": "demo1-synth-mlp", "status": "failed", "error": "[Errno 2] no such file: [red]x",
+           "loss_last": 0.000233}
+    s = {"policy": "gadget", "cluster": "2x2", "backend": "local", "wall_s": 55.2, "jobs": [job, bad],
+         "completed": 1, "failed": 1, "resizes": 0, "median_step_error": 0.2, "median_step_error_informed": 0.3,
+         "median_step_error_refit": 0.04}
+    console = Console(width=100, record=True, color_system=None)
+    print_summary(s, console)
+    text = console.export_text()
+    assert "demo0-digits-cnn" in text and "demo1-synth-mlp" in text and "2.3 -> 0.000544" in text
+    assert "[Errno 2]" in text and "[red]x" in text  # the status may wrap; its brackets stay

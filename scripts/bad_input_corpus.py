@@ -60,6 +60,9 @@ def start_case(case: Case, folder: Path, *, extra_mem_bytes: int) -> dict:
             fo, fe = os.open(out_f, os.O_WRONLY | os.O_CREAT), os.open(err_f, os.O_WRONLY | os.O_CREAT)
             os.dup2(fo, 1)
             os.dup2(fe, 2)
+            # streams on the new descriptors (under pytest sys.stderr is its capture, not fd 2)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
             os.chdir(folder)
             os.environ.update(case.env)
             sys.argv = ["ringsched", *argv]

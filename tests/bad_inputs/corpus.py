@@ -4,7 +4,7 @@
 in ``commands``); ``Case.write(folder)`` writes its files and gives the
 argv to run. Each case says what its one error line must name: the file, the row (1-based,
 as in the file) and the field. ``scripts/bad_input_corpus.py`` runs them through the CLI;
-``tests/test_fuzz_inputs.py`` runs a sample.
+``tests/test_bad_input_corpus.py`` runs a sample (all of it: marked slow).
 """
 
 from __future__ import annotations
@@ -90,6 +90,8 @@ class Case:
     env: dict[str, str] = _field(default_factory=dict)
     mode: dict[str, int] = _field(default_factory=dict)   # file or folder -> chmod mode
     usage: bool = False                # the case is a usage error (an unknown option, a missing argument)
+    links: dict[str, str] = _field(default_factory=dict)  # symlink -> its target (relative)
+    fifos: tuple[str, ...] = ()        # named pipes to make
 
     def write(self, folder: Path) -> list[str]:
         folder.mkdir(parents=True, exist_ok=True)
@@ -97,6 +99,10 @@ class Case:
             p = folder / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             (p.write_bytes if isinstance(content, bytes) else p.write_text)(content)
+        for rel, target in self.links.items():
+            (folder / rel).symlink_to(target)
+        for rel in self.fifos:
+            os.mkfifo(folder / rel)
         for rel, m in self.mode.items():
             p = folder / rel
             p.mkdir(exist_ok=True) if not p.exists() else None

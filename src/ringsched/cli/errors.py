@@ -34,13 +34,14 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "--checkpoint-s": LIMITS["checkpoint_s"], "--mtbf": LIMITS["mtbf_h"], "--mttr": LIMITS["mttr_h"],
     "--horizon-s": LIMITS["horizon_s"], "--instances": LIMITS["instances"],
     "--time-limit": LIMITS["time_limit_s"], "--limit": LIMITS["jobs"], "--confidence": LIMITS["confidence"],
-    "--train-frac": LIMITS["train_frac"], "--workers": LIMITS["workers"],
+    "--train-frac": LIMITS["train_frac"], "--workers": LIMITS["workers"], "--priority": LIMITS["priority"],
 }
 LIST_BOUNDS: dict[str, Bound] = {"--loads": LIMITS["load_factor"]}
 # (command, flag) -> check(value, flag), for what a flag means differently in different
 # commands: output paths (a folder or a file), and --seeds (a list of seeds, or a count).
 COMMAND_CHECKS = {("simulate", "--out"): output_folder, ("compare", "--out"): output_folder,
                   ("sweep", "--out"): output_folder, ("demo", "--out"): output_folder,
+                  ("suite", "--out"): output_folder,
                   ("model fit", "--out"): output_file, ("model predict", "--out"): output_file,
                   ("optimum-check", "--details"): output_file,
                   ("sweep", "--seeds"): lambda v, flag: _check_seeds(v),

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ringsched.cli.run_cmd import EXIT_STATE_ERROR, check_execution_options
-from ringsched.errors import InputError
+from ringsched.validation.paths import state_folder
 
 EPILOG = "Example: ringsched serve --backend local --cluster 2x2 --state state/ --port 8642"
 
@@ -43,8 +43,7 @@ def serve(
     from ringsched.service.server import ServeOptions, serve as run_service
 
     check_execution_options(backend, slot_s, checkpoint_s, address)
-    if state.exists() and not state.is_dir():
-        raise InputError(f"--state {state} exists and is not a directory", field="state")
+    state_folder(state)
     err = Console(stderr=True)
     t0 = time.monotonic()
 

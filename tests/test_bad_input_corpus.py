@@ -23,7 +23,7 @@ SAMPLE_EVERY = 32
 # the edge cases that hung or gave a traceback before the fix (a FIFO or /dev/zero read for
 # ever, Python's recursion limit, an int beyond a double, a URL without a scheme)
 ONCE_BROKEN = ("fifo", "device", "nested", "huge integer", "not a url", "unwritable", "suite --out",
-               "exits at import")
+               "exits at import", "given twice")
 
 
 def failures(todo, tmp_path: Path) -> list[str]:

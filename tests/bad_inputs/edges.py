@@ -172,6 +172,14 @@ def command_cases() -> list[Case]:
     out = [Case(f"simulate --estimates {e}", [*sim, "--estimates", e], field="estimates")
            for e in ("lognormal:nan", "lognormal:-1", "user:0", "user:inf", "bogus:1", "lognormal", "exact:3")]
     out += [Case(f"compare --load {v}", [*cmp_, "--load", v], field="load") for v in ("0", "nan", "1e-300", "inf")]
+    # an option of one value given twice (click keeps the last one silently)
+    out += [Case(f"{argv[0]} {flag} given twice", argv + again, {"f.csv": _FIT}, field=flag)
+            for argv, flag, again in (
+                (sim, "--seed", ["--seed", "1", "--seed", "2"]), (sim, "--policy", ["--policy", "srtf"]),
+                (cmp_, "--out", ["--out={d}/o2"]), (["model", "fit", "{d}/f.csv", "-o", "{d}/a.json"], "--out",
+                                                   ["--out", "{d}/b.json"]),
+                (["run", "--jobs", "demo:1", "--state", "{d}/s"], "--jobs", ["--jobs", "demo:2"]),
+                (sim, "--json", ["--json", "--json"]))]
     out += [
         Case("simulate --admission maybe", [*sim, "--admission", "maybe"], field="admission"),
         Case("simulate --seed 2^32", [*sim, "--seed", str(2**32)], field="seed"),

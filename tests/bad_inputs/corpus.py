@@ -4,7 +4,7 @@
 in ``commands``); ``Case.write(folder)`` writes its files and gives the
 argv to run. Each case says what its one error line must name: the file, the row (1-based,
 as in the file) and the field. ``scripts/bad_input_corpus.py`` runs them through the CLI;
-``tests/test_bad_input_corpus.py`` runs a sample (all of it: marked slow).
+``tests/test_bad_input_corpus.py`` runs a sample (marked slow).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ no traceback, within the time and memory limits, and the line must name the file
 in a forked child of this process (imports paid once), in its own folder, process group,
 address-space limit and wall-clock limit.
 
-    .venv/bin/python scripts/bad_input_corpus.py [--only TEXT] [--show N] [--timeout-s S] [--jobs J]
+    .venv/bin/python scripts/bad_input_corpus.py [--only TEXT] [--show N] [--timeout-s S] [--jobs J] [--dump FILE]
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ from bad_inputs import cases  # noqa: E402
 from bad_inputs.corpus import SENTINEL, Case  # noqa: E402
 
 CATEGORIES = ("traceback", "hang", "silently accepted", "wrong exit code", "not one line", "missing file",
-              "missing row", "missing field")
+              "missing row", "missing field", "unexpected usage error")
+# click's words for a command line it could not parse: a case that is not a usage error but ends
+# on one never reached the input it was written to break (a stale option, a renamed command)
+USAGE_WORDS = ("No such option", "No such command", "unexpected extra argument", "Missing option",
+               "Missing argument")
 
 
 def _vm_bytes() -> int:
@@ -56,6 +60,9 @@ def start_case(case: Case, folder: Path, *, extra_mem_bytes: int) -> dict:
             fo, fe = os.open(out_f, os.O_WRONLY | os.O_CREAT), os.open(err_f, os.O_WRONLY | os.O_CREAT)
             os.dup2(fo, 1)
             os.dup2(fe, 2)
+            # streams on the new descriptors (under pytest sys.stderr is its capture, not fd 2)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
             os.chdir(folder)
             os.environ.update(case.env)
             sys.argv = ["ringsched", *argv]
@@ -139,6 +146,8 @@ def classify(case: Case, folder: Path, res: dict) -> list[str]:
         bad.append("missing row")
     if case.field and case.field.lower().lstrip("-") not in line.lower():
         bad.append("missing field")
+    if not case.usage and any(w in line for w in USAGE_WORDS):
+        bad.append("unexpected usage error")
     return bad
 
 
@@ -149,6 +158,7 @@ def main() -> None:
     ap.add_argument("--timeout-s", type=float, default=30.0, help="Wall-clock limit of one case.")
     ap.add_argument("--jobs", type=int, default=2, help="Cases run at once.")
     ap.add_argument("--mem-gib", type=float, default=2.0, help="Address space a case may add, GiB.")
+    ap.add_argument("--dump", type=Path, help="Write each case's name and last stderr line here (for review).")
     args = ap.parse_args()
     import ringsched.cli.main  # noqa: F401  (paid once, before the forks)
 
@@ -156,9 +166,12 @@ def main() -> None:
     counts: Counter = Counter()
     failed: dict[str, list[str]] = {c: [] for c in CATEGORIES}
     t0 = time.monotonic()
+    dumped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ringsched-corpus-") as tmp:
         for case, folder, res in run_all(todo, Path(tmp), jobs=args.jobs, timeout_s=args.timeout_s,
                                          extra_mem_bytes=int(args.mem_gib * 2**30)):
+            if args.dump:
+                dumped.append(f"{case.name}\t{res['rc']}\t{(res['stderr'].strip().splitlines() or [''])[-1]}")
             for cat in classify(case, folder, res):
                 counts[cat] += 1
                 last = res["stderr"].strip().splitlines()[-1:] or ["(no stderr)"]
@@ -166,6 +179,8 @@ def main() -> None:
             for p in folder.rglob("*"):  # let the cleanup remove read-only folders
                 if p.is_dir():
                     p.chmod(0o700)
+    if args.dump:
+        args.dump.write_text("\n".join(dumped) + "\n")
     bad_cases = sum(1 for c in CATEGORIES for _ in failed[c])
     print(f"bad-input corpus: {len(todo)} cases in {time.monotonic() - t0:.0f} s")
     for cat in CATEGORIES:

@@ -253,11 +253,14 @@ def test_command_line_options_override_the_config_file(cli, tmp_path):
 
 
 @pytest.mark.parametrize("text, field", [
-    ("kind: compare\npolicies: [fifo]\nseed: x\n", "field 'seed'"),
-    ("kind: compare\npolicies: [fifo]\nsimulator: {slot_s: -1}\n", "field 'simulator.slot_s'"),
-    ("kind: compare\npolicies: [fifo]\ncolour: red\n", "field 'colour'"),
+    ("kind: compare\npolicies: [fifo]\nseed: x\n", "row 3, field 'seed'"),
+    ("kind: compare\npolicies: [fifo]\nsimulator: {slot_s: -1}\n", "row 3, field 'simulator.slot_s'"),
+    ("kind: compare\npolicies: [fifo]\ncolour: red\n", "row 3, field 'colour'"),
+    ("kind: compare\npolicies: [fifo]\nseed: 1\nseed: 2\n", "row 4, field 'seed': duplicate key"),
+    ("kind: compare\npolicies: [fifo]\nload: 1.0e-300\n", "row 3, field 'load'"),
+    ("kind: compare\npolicies: [fifo]\ncluster: 0x2\n", "row 3, field 'cluster'"),
     ("kind: compare\npolicies: [nope]\n", "nope"),
-    ("[1, 2\n", "not valid YAML"),
+    ("[1, 2\n", "row 2: invalid YAML"),
 ])
 def test_bad_config_file_is_one_line_naming_file_and_field(cli, tmp_path, text, field):
     cfg = tmp_path / "bad.yaml"

@@ -197,6 +197,22 @@ def test_disk_full_gives_one_error_keeps_last_state_and_leaves_no_partial_file(t
 
 
 # ---------------------------------------------------------------------------- checkpoints
+def test_a_checkpoint_is_never_visible_half_written(tmp_path, monkeypatch):
+    """While its bytes are being made durable the checkpoint is not under its name yet: a
+    scheduler or worker killed mid-write leaves at most a temporary file, never a torn .pt."""
+    target, seen = tmp_path / "a1-s1.pt", []
+    real_fsync = os.fsync
+
+    def spy(fd):
+        seen.append(target.exists())
+        real_fsync(fd)
+
+    monkeypatch.setattr(ckpt_store.os, "fsync", spy)
+    ckpt_store.write_atomic(target, b"x" * 4096)
+    assert seen[0] is False  # the data's fsync (the folder's comes after the rename)
+    assert target.read_bytes() == b"x" * 4096 and [p.name for p in tmp_path.iterdir()] == ["a1-s1.pt"]
+
+
 def test_crafted_checkpoint_does_not_execute(tmp_path):
     pt, marker = tmp_path / "a1-s1.pt", tmp_path / "PWNED"
     crafted_checkpoint(pt, marker)

@@ -28,7 +28,7 @@ from ringsched.backends.journal import Journal
 
 
 CHAOS_SEED = 20
-CHAOS_JOBS = "demo:3,scale=0.15"
+CHAOS_JOBS = "demo:3,scale=0.5"  # long enough (~30 s of training alone) that every life is cut short
 RUN_ARGS = ["--cluster", "2x2", "--jobs", CHAOS_JOBS, "--policy", "optimus", "--slot-s", "2", "--checkpoint-s", "1"]
 
 
@@ -136,6 +136,7 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
     pickle and a sidecar made to lie in between. Then it must finish with every job completed
     once, exactly its work, and the invariants held at every sample along the way."""
     rng = random.Random(CHAOS_SEED)
+    injected_before = collections.Counter(FAULTS)
     state, marker = tmp_path / "state", tmp_path / "PWNED"
     from ringsched.backends.jobs_file import load_jobs
 
@@ -156,6 +157,8 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
                 if proc.poll() is not None:
                     break
                 what = rng.choice(["worker"] * 4 + ["zygote", "second"]) if n else "worker"
+                if what == "worker":  # a loaded machine may take a while to start the first ones
+                    watch_for(90, watch, proc, until=lambda: bool(proc_watch.workers(state)))
                 if what == "worker" and kill_a_worker(state, rng):
                     FAULTS["real run: worker SIGKILL"] += 1
                 elif what == "zygote":
@@ -234,6 +237,8 @@ def test_chaos_run_loses_nothing_runs_nothing_twice_overstates_nothing(tmp_path)
         after = [a for a in attempts if a["job_id"] == job and a["id"] > last_id]
         assert after and after[0]["start_samples"] == fallback, (job, fallback, after[:1])
     assert watch.listeners, "no listening socket was ever seen: the socket check saw nothing"
+    injected = collections.Counter(FAULTS) - injected_before  # the run really was under fire
+    assert injected["real run: worker SIGKILL"] >= 1 and sum(injected.values()) >= 10, dict(injected)
     print(f"\nchaos: {watch.samples} samples; listening sockets seen: {sorted(watch.listeners)}")
 
 

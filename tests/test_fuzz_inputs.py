@@ -335,3 +335,24 @@ def test_a_fit_that_is_not_finite_is_an_error_not_a_file():
         with pytest.raises(InputError) as e:
             res.checked_json("d.csv")
         assert e.value.file == "d.csv" and "not finite" in e.value.message
+
+
+# --- files that are not files, nesting, repeats: the edge cases that hung or raised ---------------
+PARAMS_OK = '{"format": "ringsched-step-model/1", "model": "ring", "params": {"compute_base_s": 0.01}}'
+
+
+@pytest.mark.parametrize("argv, file, field", [
+    (["model", "predict", "{d}/pipe", "{d}/q.csv"], "{d}/pipe", None),          # a FIFO: read for ever
+    (["compare", "--config", "/dev/zero", "--out", "{d}/o"], "/dev/zero", None),  # a device: MemoryError
+    (["model", "table", "--cluster", "{d}/deep.yaml"], "{d}/deep.yaml", None),  # RecursionError in PyYAML
+    (["model", "predict", "{d}/deep.json", "{d}/q.csv"], "{d}/deep.json", None),  # RecursionError in json
+    (["simulate", "--trace", "synthetic:3", "--seed", "1", "--seed", "2"], None, "--seed"),  # the last one won
+    (["compare", "--trace", "synthetic:3", "--load", "1e-300", "--out", "{d}/o"], None, "load"),  # ran
+])
+def test_edge_inputs_that_hung_or_raised_are_one_line(tmp_path, argv, file, field):
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "q.csv").write_text("placement,local_bsz\n1,32\n")
+    (tmp_path / "deep.yaml").write_text("servers: " + "[" * 5000 + "]" * 5000 + "\n")
+    (tmp_path / "deep.json").write_text(PARAMS_OK[:-2] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+    args = [a.replace("{d}", str(tmp_path)) for a in argv]
+    assert_one_line(run_cli(*args), file=file and file.replace("{d}", str(tmp_path)), field=field)

@@ -37,3 +37,18 @@ def test_control_without_the_teardown_handler_the_signal_wins():
     (an Interrupted traceback, exit 1), so the test above can fail."""
     rc = run_snippet(0, "SIGTERM", install=False)
     assert rc != 0
+
+
+def test_run_exits_with_the_documented_codes():
+    """docs/execution.md's table: 0 all completed; 1 a job failed, was rejected or never ran;
+    128 + the signal (130 SIGINT, 143 SIGTERM) when a signal ended the run, whatever else."""
+    import signal
+
+    from ringsched.cli.run_cmd import exit_code
+
+    done = {"interrupted": None, "failed": 0, "rejected": 0, "unfinished": 0}
+    assert exit_code(done) == 0
+    for what in ("failed", "rejected", "unfinished"):
+        assert exit_code({**done, what: 1}) == 1, what
+    assert exit_code({**done, "interrupted": signal.SIGTERM, "failed": 1}) == 143
+    assert exit_code({**done, "interrupted": signal.SIGINT}) == 130

@@ -168,5 +168,5 @@ def option_cases() -> list[Case]:
              (["model", "fidelity", "--seeds", "0", "{d}"], "seeds"), (["simulate", "--slot-s", "fast"], "slot-s"),
              (["run", "--json", "extra-arg"], "extra-arg")]
     for argv, fld in usage:
-        out.append(Case(f"usage {' '.join(argv)}", argv, field=fld))
+        out.append(Case(f"usage {' '.join(argv)}", argv, field=fld, usage=True))
     return out

@@ -4,7 +4,7 @@
 in ``commands``); ``Case.write(folder)`` writes its files and gives the
 argv to run. Each case says what its one error line must name: the file, the row (1-based,
 as in the file) and the field. ``scripts/bad_input_corpus.py`` runs them through the CLI;
-``tests/test_fuzz_inputs.py`` runs a sample.
+``tests/test_bad_input_corpus.py`` runs a sample (marked slow).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from dataclasses import field as _field
 from pathlib import Path
 
+TABLE = ["model", "table", "--model", "resnet50"]  # the cheapest command that reads a cluster
 SENTINEL = "--state"  # run: a state path that is a file, so an accepted jobs file stops here
 # A folder nobody may write in: permission bits do not stop root, /proc does.
 UNWRITABLE = "/proc/ringsched-unwritable" if os.geteuid() == 0 else "{d}/ro"
@@ -88,6 +89,9 @@ class Case:
     field: str | None = None           # the field it must name
     env: dict[str, str] = _field(default_factory=dict)
     mode: dict[str, int] = _field(default_factory=dict)   # file or folder -> chmod mode
+    usage: bool = False                # the case is a usage error (an unknown option, a missing argument)
+    links: dict[str, str] = _field(default_factory=dict)  # symlink -> its target (relative)
+    fifos: tuple[str, ...] = ()        # named pipes to make
 
     def write(self, folder: Path) -> list[str]:
         folder.mkdir(parents=True, exist_ok=True)
@@ -95,6 +99,10 @@ class Case:
             p = folder / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             (p.write_bytes if isinstance(content, bytes) else p.write_text)(content)
+        for rel, target in self.links.items():
+            (folder / rel).symlink_to(target)
+        for rel in self.fifos:
+            os.mkfifo(folder / rel)
         for rel, m in self.mode.items():
             p = folder / rel
             p.mkdir(exist_ok=True) if not p.exists() else None
@@ -209,7 +217,7 @@ def spec_cases() -> list[Case]:
                     "100000000x8", "4x8,racks=0", "4x8,racks=2,oversub=0", "4x8,racks=2,oversub=1e308",
                     "4 x 8 x 2", "-4x8"]
     for i, c in enumerate(bad_clusters):
-        cmd = ["demo", "--cluster", c] if i % 2 else ["simulate", "--trace", "synthetic:3", "--cluster", c]
+        cmd = [*TABLE, "--cluster", c] if i % 2 else ["simulate", "--trace", "synthetic:3", "--cluster", c]
         out.append(Case(f"cluster-spec {c!r}", cmd, field="cluster"))
     return out
 
@@ -255,17 +263,17 @@ def cluster_yaml_cases() -> list[Case]:
     }
     out = []
     for i, (name, (text, row, fld)) in enumerate(docs.items()):
-        cmd = ["demo", "--cluster", "{d}/c.yaml"] if i % 2 else ["simulate", "--trace", "synthetic:3", "--cluster",
+        cmd = [*TABLE, "--cluster", "{d}/c.yaml"] if i % 2 else ["simulate", "--trace", "synthetic:3", "--cluster",
                                                                  "{d}/c.yaml", "--policy", "fifo"]
         out.append(Case(f"cluster-yaml {name}", cmd, {"c.yaml": text}, file="{d}/c.yaml", row=row, field=fld))
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
         for p, c in zip("abcdefgh", "bcdefghi"))
-    out.append(Case("cluster-yaml alias bomb", ["demo", "--cluster", "{d}/c.yaml"], {"c.yaml": bomb},
+    out.append(Case("cluster-yaml alias bomb", [*TABLE, "--cluster", "{d}/c.yaml"], {"c.yaml": bomb},
                     file="{d}/c.yaml"))
-    out.append(Case("cluster-yaml huge file", ["demo", "--cluster", "{d}/c.yaml"],
+    out.append(Case("cluster-yaml huge file", [*TABLE, "--cluster", "{d}/c.yaml"],
                     {"c.yaml": _CLUSTER_OK + "#" * (8 << 20) + "\n"}, file="{d}/c.yaml"))
-    out.append(Case("cluster-yaml missing", ["demo", "--cluster", "{d}/none.yaml"], file="{d}/none.yaml"))
+    out.append(Case("cluster-yaml missing", [*TABLE, "--cluster", "{d}/none.yaml"], file="{d}/none.yaml"))
     return out
 
 

@@ -211,12 +211,12 @@ def _dataset_size(entry: str, paths: tuple[str, ...], args: dict, *, where: str,
     with _import_path(paths):
         try:
             f = getattr(importlib.import_module(module), fn)
-        except Exception as e:  # noqa: BLE001 - any import problem is bad input here
-            raise InputError(f"cannot import entry {entry!r}: {type(e).__name__}: {e}", file=file, row=row,
-                             field=where) from None
-    size = getattr(f, "dataset_size", None)
-    if callable(size):
-        size = size(args)
+            size = getattr(f, "dataset_size", None)
+            if callable(size):
+                size = size(args)
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - any problem of the user's module is bad input here
+            raise InputError(f"cannot import entry {entry!r} or read its dataset_size: {type(e).__name__}: {e}",
+                             file=file, row=row, field=where) from None
     if isinstance(size, bool) or not isinstance(size, int) or LIMITS["job_samples"].problem(size):
         raise InputError("work in epochs needs epoch_samples (the entry has no usable dataset_size)",
                          file=file, row=row, field=where)
@@ -226,8 +226,6 @@ def _dataset_size(entry: str, paths: tuple[str, ...], args: dict, *, where: str,
 def load_jobs_file(path: str | Path) -> list[RunJob]:
     path = Path(path)
     name = str(path)
-    if not path.is_file():
-        raise InputError("jobs file not found", file=name)
     doc = read_yaml(path)
     if isinstance(doc.value, list):  # just the list: located as if under "jobs"
         doc.value = {"jobs": doc.value}

@@ -34,13 +34,14 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "--checkpoint-s": LIMITS["checkpoint_s"], "--mtbf": LIMITS["mtbf_h"], "--mttr": LIMITS["mttr_h"],
     "--horizon-s": LIMITS["horizon_s"], "--instances": LIMITS["instances"],
     "--time-limit": LIMITS["time_limit_s"], "--limit": LIMITS["jobs"], "--confidence": LIMITS["confidence"],
-    "--train-frac": LIMITS["train_frac"], "--workers": LIMITS["workers"],
+    "--train-frac": LIMITS["train_frac"], "--workers": LIMITS["workers"], "--priority": LIMITS["priority"],
 }
 LIST_BOUNDS: dict[str, Bound] = {"--loads": LIMITS["load_factor"]}
 # (command, flag) -> check(value, flag), for what a flag means differently in different
 # commands: output paths (a folder or a file), and --seeds (a list of seeds, or a count).
 COMMAND_CHECKS = {("simulate", "--out"): output_folder, ("compare", "--out"): output_folder,
                   ("sweep", "--out"): output_folder, ("demo", "--out"): output_folder,
+                  ("suite", "--out"): output_folder,
                   ("model fit", "--out"): output_file, ("model predict", "--out"): output_file,
                   ("optimum-check", "--details"): output_file,
                   ("sweep", "--seeds"): lambda v, flag: _check_seeds(v),
@@ -113,6 +114,29 @@ def attach_bounds(cmd, path: str = "") -> None:
         attach_bounds(sub, f"{path} {name}".strip())
 
 
+def refuse_repeated_options(cmd, args: list[str]) -> None:
+    """An option that takes one value given twice is refused (click would keep the last one
+    silently); repeatable options (``--cluster`` of sweep, ``--profiles``, ...) may repeat."""
+    i = 0
+    while i < len(args) and args[i] in getattr(cmd, "commands", {}):  # down to the command run
+        cmd = cmd.commands[args[i]]
+        i += 1
+    once = {opt: param for param in getattr(cmd, "params", []) if param.param_type_name == "option"
+            and not param.multiple for opt in param.opts + param.secondary_opts}
+    seen: dict[str, str] = {}
+    for token in args[i:]:
+        if token == "--":
+            break
+        flag = token.split("=", 1)[0] if token.startswith("--") else token
+        param = once.get(flag)
+        if param is None:
+            continue
+        name = max(param.opts, key=len)
+        if name in seen:
+            raise InputError(f"option {name} given twice; give it once", field=name)
+        seen[name] = token
+
+
 def usage_line(e: click.UsageError) -> str:
     """A click usage error in one line: the command, then click's message, whitespace folded."""
     msg = " ".join(e.format_message().split())
@@ -167,7 +191,9 @@ def run(app, args: list[str] | None = None) -> int:
     ensure_numba_cache()
     cmd = typer.main.get_command(app)
     attach_bounds(cmd)
+    args = sys.argv[1:] if args is None else list(args)
     try:
+        refuse_repeated_options(cmd, args)
         rv = cmd.main(args=args, prog_name="ringsched", standalone_mode=False)
     except click.NoArgsIsHelpError as e:
         print(e.ctx.get_help() if e.ctx is not None else e.format_message())

@@ -21,6 +21,7 @@ from ringsched.backends import signals
 from ringsched.backends.journal import StateWriteError
 from ringsched.backends.state_lock import StateLock
 from ringsched.errors import InputError
+from ringsched.validation.paths import state_folder
 
 BACKENDS = ("local", "ray")
 
@@ -157,12 +158,7 @@ def run(
     pol = make_policy(policy)
     cl = load_cluster(cluster)
     run_jobs = load_jobs(jobs)
-    if state is not None and state.exists() and not state.is_dir():
-        raise InputError(f"--state {state} exists and is not a directory", field="state")
-    if state is not None:
-        from ringsched.validation.paths import output_folder
-
-        output_folder(state, "--state")  # a folder we cannot create or write: one line, before any work
+    state_folder(state)  # a file, or a folder we cannot create or write: one line, before any work
     tmp = None
     state_dir = state.resolve() if state is not None else None  # workers (Ray actors) have other cwds
     if state_dir is None:

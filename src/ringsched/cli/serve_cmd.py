@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ringsched.cli.run_cmd import EXIT_STATE_ERROR, check_execution_options, require_run_extra
-from ringsched.errors import InputError
+from ringsched.validation.paths import state_folder
 
 EPILOG = "Example: ringsched serve --backend local --cluster 2x2 --state state/ --port 8642"
 
@@ -44,8 +44,7 @@ def serve(
     from ringsched.backends.journal import StateWriteError
     from ringsched.service.server import ServeOptions, serve as run_service
 
-    if state.exists() and not state.is_dir():
-        raise InputError(f"--state {state} exists and is not a directory", field="state")
+    state_folder(state)
     err = Console(stderr=True)
     t0 = time.monotonic()
 

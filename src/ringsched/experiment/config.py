@@ -14,8 +14,18 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ringsched.errors import InputError
+from ringsched.validation.bounds import LIMITS
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+# the numbers of a config obey the bounds of the command-line options they stand for
+_SLOT = LIMITS["slot_s"].pydantic(float)
+_RESTART = LIMITS["restart_s"].pydantic(float)
+_CKPT = LIMITS["checkpoint_s"].pydantic(float)
+_MTBF = LIMITS["mtbf_h"].pydantic(float)
+_MTTR = LIMITS["mttr_h"].pydantic(float)
+_HORIZON = LIMITS["horizon_s"].pydantic(float)
+_LOAD = LIMITS["load_factor"].pydantic(float)
+_SEED = LIMITS["seed"].pydantic(int)
 
 
 class TraceSettings(BaseModel):
@@ -25,7 +35,7 @@ class TraceSettings(BaseModel):
     trace: str = "synthetic:2000"
     vc: str | None = None
     window: str | None = None  # START:END, seconds from the trace's start
-    limit: int | None = Field(None, ge=1)
+    limit: LIMITS["jobs"].pydantic(int) | None = None
     rigid: bool = False
     skip_bad_rows: bool = False
 
@@ -41,13 +51,13 @@ class SimulatorSettings(BaseModel):
     """The simulator's options (``SimConfig`` less the seed)."""
 
     model_config = _STRICT
-    slot_s: float = Field(300.0, gt=0)
-    restart_s: float = Field(30.0, ge=0)
-    checkpoint_s: float = Field(1800.0, gt=0)
-    mtbf_h: float | None = Field(None, gt=0)
-    mttr_h: float = Field(2.0, gt=0)
+    slot_s: _SLOT = 300.0
+    restart_s: _RESTART = 30.0
+    checkpoint_s: _CKPT = 1800.0
+    mtbf_h: _MTBF | None = None
+    mttr_h: _MTTR = 2.0
     contention: bool = False
-    horizon_s: float | None = Field(None, gt=0)
+    horizon_s: _HORIZON | None = None
     estimates: str = "exact"  # what policies know of each job's work (simulator/estimates.py)
     slotted: bool = False  # decide only at slot boundaries (default: also at arrivals and completions)
 
@@ -81,6 +91,18 @@ class SimulatorSettings(BaseModel):
         return ", ".join(parts)
 
 
+def _cluster_spec(spec: str) -> str:
+    """A cluster spec that ``load_cluster`` reads (its InputError becomes this field's error,
+    so a config file's bad cluster is named with the file and the line)."""
+    from ringsched.cluster.model import load_cluster
+
+    try:
+        load_cluster(spec)
+    except InputError as e:
+        raise ValueError(e.message) from None
+    return spec
+
+
 class CompareConfig(BaseModel):
     """Every policy on one workload (trace, cluster, load, seed)."""
 
@@ -88,13 +110,15 @@ class CompareConfig(BaseModel):
     kind: Literal["compare"] = "compare"
     trace: TraceSettings = TraceSettings()
     cluster: str = "16x8"
-    load: float = Field(1.0, gt=0)  # arrival-rate factor: arrival times divided by it
-    seed: int = 0
+    load: _LOAD = 1.0  # arrival-rate factor: arrival times divided by it
+    seed: _SEED = 0
     policies: list[str] = Field(min_length=1)
     objective: str = "jct"
     profiles: dict[str, dict] = {}  # model -> a `ringsched model fit` document (experiment/profiles.py)
     gpu_profiles: list[str] = []  # folders DIR/<gpu type>/<model>.json (--gpu-profiles; docs/catalogue.md)
     simulator: SimulatorSettings = SimulatorSettings()
+
+    _cluster = field_validator("cluster")(classmethod(lambda cls, v: _cluster_spec(v)))
 
 
 class SweepConfig(BaseModel):
@@ -104,8 +128,8 @@ class SweepConfig(BaseModel):
     kind: Literal["sweep"] = "sweep"
     trace: TraceSettings = TraceSettings()
     clusters: list[str] = Field(["16x8"], min_length=1)
-    loads: list[float] = Field([0.5, 1.0, 2.0], min_length=1)
-    seeds: list[int] = Field([0, 1, 2], min_length=1)
+    loads: list[_LOAD] = Field([0.5, 1.0, 2.0], min_length=1)
+    seeds: list[_SEED] = Field([0, 1, 2], min_length=1, max_length=int(LIMITS["seeds_count"].hi))
     policies: list[str] = Field(min_length=1)
     objective: str = "jct"
     baseline: str | None = None  # the policy paired differences are taken against (default: the first)
@@ -115,29 +139,27 @@ class SweepConfig(BaseModel):
     profiles: dict[str, dict] = {}
     simulator: SimulatorSettings = SimulatorSettings()
 
+    _clusters = field_validator("clusters")(classmethod(lambda cls, v: [_cluster_spec(c) for c in v]))
+
 
 def _first_error(e: ValidationError) -> tuple[str, str]:
     err = e.errors()[0]
-    return ".".join(str(p) for p in err["loc"]) or "config", err["msg"]
+    return ".".join(str(p) for p in err["loc"]) or "config", str(err["msg"]).removeprefix("Value error, ")
 
 
 def load_config(path: Path, kind: type[BaseModel]) -> BaseModel:
-    """The YAML file ``path`` validated as ``kind`` (CompareConfig or SweepConfig)."""
-    import yaml
+    """The YAML file ``path`` validated as ``kind`` (CompareConfig or SweepConfig); an error
+    names the file, the line and the field (the YAML rules of ``validation.yaml_doc``)."""
+    from ringsched.validation.pydantic_errors import input_error
+    from ringsched.validation.yaml_doc import read_yaml
 
+    doc = read_yaml(path)
+    if not isinstance(doc.value, dict):
+        raise InputError("an experiment file is a mapping of settings", file=str(path), row=doc.line_of(()))
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"cannot read the experiment file: {e.strerror}", file=str(path)) from None
-    except yaml.YAMLError as e:
-        raise InputError(f"not valid YAML: {str(e).splitlines()[0]}", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise InputError("an experiment file is a mapping of settings", file=str(path))
-    try:
-        return kind.model_validate(data)
+        return kind.model_validate(doc.value)
     except ValidationError as e:
-        where, msg = _first_error(e)
-        raise InputError(msg, file=str(path), field=where) from None
+        raise input_error(e, doc) from None
 
 
 def dump_config(config: BaseModel) -> str:

@@ -14,17 +14,19 @@ from ringsched.errors import InputError
 def read_profile(text: str) -> tuple[str, dict]:
     """``MODEL=PARAMS.json`` -> (canonical model name, the parameter document), checked."""
     from ringsched.perfmodel.catalogue import get_profile
+    from ringsched.perfmodel.params_io import read_params_json
 
     model, eq, path = text.partition("=")
     if not eq or not model.strip() or not path.strip():
         raise InputError(f"{text!r} is not MODEL=PARAMS.json", field="profiles")
-    name = get_profile(model.strip()).name
     try:
-        doc = json.loads(Path(path.strip()).expanduser().read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", file=path.strip(), field="profiles") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"not valid JSON ({e})", file=path.strip(), field="profiles") from None
+        name = get_profile(model.strip()).name
+    except InputError as e:
+        raise InputError(e.message, field="profiles") from None
+    try:
+        doc = read_params_json(Path(path.strip()).expanduser())
+    except InputError as e:
+        raise InputError(e.message, file=e.file, row=e.row, field="profiles") from None
     ring_params(doc, source=path.strip())
     return name, doc
 

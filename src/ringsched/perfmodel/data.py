@@ -21,6 +21,7 @@ import pandas as pd
 
 from ringsched.errors import InputError
 from ringsched.validation.bounds import LIMITS, Bound
+from ringsched.validation.files import regular_file
 from ringsched.validation.tables import check_table_file, physical_line
 
 
@@ -86,6 +87,10 @@ def _parse_placements(col: pd.Series, path: str) -> tuple[np.ndarray, np.ndarray
             if ch not in "123456789":
                 raise InputError(f"unknown placement digit {ch!r} in {s!r} (one digit 1-9 per server)",
                                  file=path, row=physical_line(Path(path), i + 2), field="placement")
+        if LIMITS["nodes"].problem(len(s)):
+            raise InputError(f"a placement of {len(s):,} servers: the number of servers must be "
+                             f"{LIMITS['nodes'].describe()}", file=path, row=physical_line(Path(path), i + 2),
+                             field="placement")
         digits = [int(ch) for ch in s]
         k[i], w[i], d[i] = len(digits), sum(digits), max(digits)
     return k, w, d
@@ -98,8 +103,7 @@ def read_placements(path: str | Path, *, require_step_time: bool) -> tuple[pd.Da
     """
     path = str(path)
     p = Path(path)
-    if not p.is_file():
-        raise InputError("no such file", file=path)
+    regular_file(p, hint=".csv")
     check_table_file(p)
     try:
         df = pd.read_csv(p, dtype=str, skipinitialspace=True, keep_default_na=False)

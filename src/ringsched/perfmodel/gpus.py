@@ -19,7 +19,7 @@ all-reduce step waits for the slowest worker.
 from __future__ import annotations
 
 import dataclasses
-import json
+from ringsched.perfmodel.params_io import read_params_json
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ringsched.cluster.model import GPU_LINKS_BPS
 from ringsched.errors import InputError
+from ringsched.validation.bounds import LIMITS
 from ringsched.perfmodel.catalogue import T4_TO_H200_FACTOR, get_profile
 from ringsched.perfmodel.profiles import ModelProfile
 from ringsched.perfmodel.ring import RingParams
@@ -69,8 +70,8 @@ class TypedModel:
 
 def _read_params(path: Path) -> tuple[RingParams, dict]:
     """A ``ringsched model fit --model ring`` output file (read without importing the fitter)."""
+    doc = read_params_json(path)
     try:
-        doc = json.loads(path.read_text())
         if not isinstance(doc, dict) or doc.get("format") != "ringsched-step-model/1":
             raise ValueError("missing format 'ringsched-step-model/1'")
         if doc.get("model") != "ring":
@@ -78,6 +79,8 @@ def _read_params(path: Path) -> tuple[RingParams, dict]:
         params = RingParams.from_dict(doc.get("params", {}))
     except (OSError, ValueError, TypeError) as e:
         raise InputError(f"not a usable parameter file ({e})", file=str(path)) from None
+    if "max_local_bsz" in doc:
+        LIMITS["local_bsz"].check(doc["max_local_bsz"], file=str(path), field="max_local_bsz")
     return params, doc
 
 
@@ -92,6 +95,8 @@ class GpuProfiles:
             for f in sorted(root.glob("*/*.json")):
                 model = get_profile_name(f.stem, f)
                 self.files[(f.parent.name.lower(), model)] = f
+                if root is not _BUILTIN:  # a user's file is checked now, used or not
+                    _cached_params(f)
         self.types = sorted(set(GPU_TYPES) | {g for g, _ in self.files})
 
     def check_type(self, gpu: str) -> None:

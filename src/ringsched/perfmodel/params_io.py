@@ -3,7 +3,6 @@ strictly: no repeated keys, every parameter a finite number (NaN and Infinity re
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -37,7 +36,9 @@ def _finite(v) -> bool:
         return True
     if isinstance(v, (list, tuple)):
         return all(_finite(x) and x is not None for x in v)
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return abs(v) <= 2**63  # beyond, float(v) overflows
+    return isinstance(v, float) and math.isfinite(v)
 
 
 def non_finite(params: DictParams) -> list[str]:
@@ -45,26 +46,8 @@ def non_finite(params: DictParams) -> list[str]:
     return [k for k, v in params.to_dict().items() if not _finite(v)]
 
 
-def _no_repeats(pairs: list[tuple[str, object]]) -> dict:
-    out: dict = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"key {k!r} appears twice")
-        out[k] = v
-    return out
-
-
 def read_params_json(path: Path) -> dict:
     """The document of a parameter file; InputError (naming the file) for anything not plain JSON."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read file ({getattr(e, 'strerror', None) or e})", file=str(path)) from None
-    try:
-        return json.loads(text, object_pairs_hook=_no_repeats)  # NaN/Infinity: refused by from_dict
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON ({e.msg})", file=str(path), row=e.lineno) from None
-    except ValueError as e:
-        raise InputError(f"not valid JSON ({e})", file=str(path)) from None
+    from ringsched.validation.files import read_json
+
+    return read_json(path)  # NaN/Infinity: refused by from_dict, naming the parameter

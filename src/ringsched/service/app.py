@@ -22,6 +22,7 @@ from ringsched.backends.online import Command, CommandQueue
 from ringsched.errors import InputError
 from ringsched.service.store import CommandLog, DuplicateJob
 from ringsched.service.views import Views
+from ringsched.validation.bounds import LIMITS
 from ringsched.version import __version__
 
 
@@ -30,7 +31,7 @@ class Submission(BaseModel):
 
     job: dict[str, Any]
     user: str = Field("", max_length=64)
-    priority: int = Field(0, ge=-1000, le=1000)
+    priority: LIMITS["priority"].pydantic(int) = 0
     paths: list[str] = Field(default_factory=list, max_length=8)  # folders of the job's entry module
 
 

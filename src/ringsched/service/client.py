@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from ringsched.errors import InputError
@@ -19,7 +20,16 @@ TIMEOUT_S = 30.0
 
 
 def service_url(url: str | None) -> str:
-    return (url or os.environ.get("RINGSCHED_URL") or DEFAULT_URL).rstrip("/")
+    """The service's base URL: http(s)://HOST[:PORT][/PATH], else one InputError."""
+    text = (url or os.environ.get("RINGSCHED_URL") or DEFAULT_URL).strip().rstrip("/")
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 - a port out of range or not a number raises here
+    except ValueError as e:
+        raise InputError(f"{text!r} is not a service URL ({e})", field="url") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f"{text!r} is not a service URL: expected http://HOST:PORT", field="url")
+    return text
 
 
 class Client:

@@ -22,6 +22,7 @@ import pandas as pd
 from ringsched.errors import InputError
 from ringsched.traces import schema
 from ringsched.validation.bounds import Bound
+from ringsched.validation.files import regular_file
 from ringsched.validation.tables import check_table_file, physical_line
 
 
@@ -105,14 +106,7 @@ def fail(mask, message, file: Path, field: str, offset: int) -> None:
 
 
 def require_file(path: Path, *, suffix_hint: str = "") -> Path:
-    if not path.exists():
-        raise InputError("no such file", file=str(path))
-    if path.is_dir():
-        hint = f"; expected a {suffix_hint} file" if suffix_hint else ""
-        raise InputError(f"is a folder{hint}", file=str(path))
-    if not path.is_file():  # a device or a pipe (/dev/zero) would be read for ever
-        raise InputError("is not a regular file", file=str(path))
-    return path
+    return regular_file(path, hint=suffix_hint)  # a device or a pipe (/dev/zero) would be read for ever
 
 
 def folder_files(path: Path, *, pattern: str, glob: str, what: str) -> list[Path]:

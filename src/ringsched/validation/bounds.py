@@ -156,9 +156,11 @@ LIMITS: dict[str, Bound] = {
     "confidence": Bound(0.5, 0.999),
     "workers": Bound(1, 1024, integer=True),                # worker processes
     "train_frac": Bound(0.01, 0.99),
+    "priority": Bound(-1000, 1000, integer=True),          # a submission's Slurm-style priority
 }
 
 # Bounds of file sizes and structure.
 MAX_YAML_BYTES = 1 << 20          # a cluster or jobs file: 1 MiB
 MAX_YAML_NODES = 200_000          # values after alias expansion
+MAX_YAML_DEPTH = 64               # nested mappings and lists (PyYAML's composer recurses per level)
 MAX_TABLE_BYTES = 4 << 30         # a trace or step-time CSV: 4 GiB

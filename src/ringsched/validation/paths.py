@@ -43,6 +43,15 @@ def output_folder(path: Path | str | None, flag: str = "--out") -> None:
     _try_write_in(base, path, flag)
 
 
+def state_folder(path: Path | None) -> None:
+    """A ``--state`` directory: a folder (not a file) this process can create or write in."""
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--state {path} exists and is not a directory", field="state")
+    output_folder(path, "--state")
+
+
 def output_file(path: Path | str | None, flag: str = "--out") -> None:
     """A file the command will write: not a folder, in an existing writable folder."""
     if path is None:

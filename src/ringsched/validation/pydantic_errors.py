@@ -19,5 +19,6 @@ def input_error(e: ValidationError, doc: YamlDoc, *, prefix: tuple = ()) -> Inpu
     elif kind == "extra_forbidden":
         msg = "unknown key"
     elif "input" in err and kind not in ("value_error", "assertion_error") and not isinstance(err["input"], dict):
-        msg = f"{msg}, got {err['input']!r}"
+        shown = repr(err["input"])
+        msg = f"{msg}, got {shown if len(shown) <= 80 else shown[:77] + '...'}"
     return InputError(msg, file=doc.file, row=doc.line_of(loc), field=location(loc) or None)

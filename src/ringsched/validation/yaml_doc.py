@@ -6,7 +6,8 @@ each with one InputError naming the file and the line: a file over ``MAX_YAML_BY
 that is not UTF-8 or not YAML, more than one document, a duplicate key, a merge key, a tag
 other than YAML's plain types (no Python objects), and a document that expands to more than
 ``MAX_YAML_NODES`` values (an alias bomb is refused while walking, with bounded memory:
-composing keeps each anchored node once).
+composing keeps each anchored node once) or nests deeper than ``MAX_YAML_DEPTH``. The path
+itself is checked by ``validation.files`` (a regular file; a byte-order mark is dropped).
 
 Plain scalars such as ``1e9`` are numbers (YAML 1.2), not the strings of YAML 1.1.
 """
@@ -20,7 +21,8 @@ from pathlib import Path
 import yaml
 
 from ringsched.errors import InputError
-from ringsched.validation.bounds import MAX_YAML_BYTES, MAX_YAML_NODES
+from ringsched.validation.bounds import MAX_YAML_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
+from ringsched.validation.files import read_text
 
 _FLOAT_12 = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -54,23 +56,12 @@ def location(loc: tuple) -> str:
 
 def read_yaml(path: str | Path) -> YamlDoc:
     name = str(path)
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such file" if not p.exists() else "is not a file", file=name)
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_YAML_BYTES + 1)
-    except OSError as e:
-        raise InputError(f"cannot read file ({e.strerror or e})", file=name) from None
-    if len(data) > MAX_YAML_BYTES:
-        raise InputError(f"file is larger than {MAX_YAML_BYTES >> 20} MiB", file=name)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a text file (cannot decode as UTF-8 at byte {e.start})", file=name) from None
+    text = read_text(path, max_bytes=MAX_YAML_BYTES)
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
+    except RecursionError:  # PyYAML's composer recurses once per level of nesting
+        raise InputError(f"invalid YAML (nested more than {MAX_YAML_DEPTH} levels deep)", file=name) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         raise InputError(f"invalid YAML ({e.problem or e.context})", file=name,
@@ -98,6 +89,8 @@ class _Walker:
         self.count += 1
         if self.count > MAX_YAML_NODES:
             self.fail(f"document expands to more than {MAX_YAML_NODES:,} values (nested aliases?)", node, loc)
+        if len(loc) > MAX_YAML_DEPTH:
+            self.fail(f"nested more than {MAX_YAML_DEPTH} levels deep", node, loc[:MAX_YAML_DEPTH])
         self.lines.setdefault(loc, node.start_mark.line + 1)
         if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _COLLECTION_TAGS:
             self.fail(f"unsupported YAML tag {node.tag!r}", node, loc)

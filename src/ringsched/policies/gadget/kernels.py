@@ -21,10 +21,10 @@ _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
-def contiguous_plans(cost, progress, remaining, starts_s, step_len_s):
-    """For every start step s: whether a plan running without gaps from s finishes ``remaining``
-    samples in the window, the step e it completes in, its finish time and cost
-    (``plan.best_contiguous``). ``cost`` is inf where the step cannot run."""
+def prefix_sums(cost, progress):
+    """Running sums over the steps that can run (finite cost, some progress): progress P, cost C,
+    and the count B of steps that cannot, each with a leading 0 (a plan over steps s..e-1 has
+    progress P[e] - P[s] and runs without a gap when B[e] == B[s])."""
     n = cost.size
     P = np.zeros(n + 1)
     C = np.zeros(n + 1)
@@ -34,6 +34,16 @@ def contiguous_plans(cost, progress, remaining, starts_s, step_len_s):
         P[t + 1] = P[t] + (progress[t] if ok else 0.0)
         C[t + 1] = C[t] + (cost[t] if ok else 0.0)
         B[t + 1] = B[t] + (0 if ok else 1)
+    return P, C, B
+
+
+@_jit
+def contiguous_plans(cost, progress, remaining, starts_s, step_len_s):
+    """For every start step s: whether a plan running without gaps from s finishes ``remaining``
+    samples in the window, the step e it completes in, its finish time and cost
+    (``plan.best_contiguous``). ``cost`` is inf where the step cannot run."""
+    n = cost.size
+    P, C, B = prefix_sums(cost, progress)
     valid = np.zeros(n, dtype=np.bool_)
     end = np.empty(n, dtype=np.int64)
     finish = np.empty(n)

@@ -21,21 +21,9 @@ import dataclasses
 import numba
 import numpy as np
 
+from ringsched.policies.gadget.kernels import prefix_sums
+
 _jit = numba.njit(cache=True, nogil=True)
-
-
-@_jit
-def _prefix(cost, progress):
-    n = cost.size
-    P = np.zeros(n + 1)
-    C = np.zeros(n + 1)
-    B = np.zeros(n + 1, dtype=np.int64)
-    for t in range(n):
-        ok = np.isfinite(cost[t]) and progress[t] > 0
-        P[t + 1] = P[t] + (progress[t] if ok else 0.0)
-        C[t + 1] = C[t] + (cost[t] if ok else 0.0)
-        B[t + 1] = B[t] + (0 if ok else 1)
-    return P, C, B
 
 
 @_jit
@@ -46,8 +34,8 @@ def switch_plans(cost_a, prog_a, cost_b, prog_b, remaining, starts_s, step_len_s
     finishes after the restart and then at b's speed). Only real changes are valid: the work is not
     done on a before m, and every step from s to the completion step can run."""
     n = cost_a.size
-    Pa, Ca, Ba = _prefix(cost_a, prog_a)
-    Pb, Cb, Bb = _prefix(cost_b, prog_b)
+    Pa, Ca, Ba = prefix_sums(cost_a, prog_a)
+    Pb, Cb, Bb = prefix_sums(cost_b, prog_b)
     valid = np.zeros((n, n), dtype=np.bool_)
     end = np.zeros((n, n), dtype=np.int64)
     finish = np.zeros((n, n))

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ import pytest
 
 from ringsched.policies import policy_names
 from ringsched.simulator.metrics import summarize
+from signal_kit import signal_at
 
 TRACE, CLUSTER = "synthetic:120", "4x8"
 
@@ -169,29 +169,11 @@ def test_ctrl_c_and_sigterm_keep_the_finished_policies(tmp_path, sig):
     # compare runs the slowest policies first; with two slow ones (seconds each here) the second
     # is still running when the signal sent after the first finished lands
     policies = ["fifo", "gadget", "oasis"]
-    proc = subprocess.Popen([sys.executable, "-m", "ringsched.cli.main", "compare", "--trace", "synthetic:600",
-                             "--cluster", "16x8", "--policies", ",".join(policies), "--workers", "1", "--out",
-                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            # a shell running the tests in the background ignores SIGINT, and the
-                            # child would inherit that: give it the default a terminal gives
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    lines = []
-    first = None
-    deadline = time.monotonic() + 120
-    try:
-        for line in proc.stderr:
-            lines.append(line)
-            if ": finished in" in line:
-                first = line.split(":")[0].strip()
-                proc.send_signal(sig)  # as Ctrl-C does, to the command's process
-                break
-            assert time.monotonic() < deadline, "".join(lines)
-        stdout, rest = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    err = "".join(lines) + rest
-    assert proc.returncode == 128 + sig, err
+    run = signal_at(["compare", "--trace", "synthetic:600", "--cluster", "16x8", "--policies", ",".join(policies),
+                     "--workers", "1", "--out", str(out)], sig, lambda line: ": finished in" in line)
+    first = run.matched.split(":")[0].strip() if run.matched else None
+    err = run.stderr
+    assert run.returncode == 128 + sig, err
     assert "interrupted" in err and "Traceback" not in err
     summary = pd.read_csv(out / "summary.csv")
     kept = summary["policy"].tolist()
@@ -203,7 +185,7 @@ def test_ctrl_c_and_sigterm_keep_the_finished_policies(tmp_path, sig):
     missing = [p for p in policies if p not in kept]
     assert 'id="unfinished"' in html and all(p in html.split('id="unfinished"')[1][:300] for p in missing)
     assert 'id="plot-jct-cdf"' in html
-    assert stdout.strip().splitlines()[-1].startswith("report: ")
+    assert run.stdout.strip().splitlines()[-1].startswith("report: ")
 
 
 def test_step_average_and_ecdf_keep_the_shape():

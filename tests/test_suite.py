@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pandas as pd
@@ -16,6 +13,7 @@ import pytest
 from ringsched.cluster import load_cluster
 from ringsched.experiment.suite import cells_for, run_suite, skipped_workloads, write_suite
 from ringsched.experiment.workloads import WORKLOADS, perturb_arrivals
+from signal_kit import signal_at
 
 SYN = [w for w in WORKLOADS if w.family == "synthetic"]
 POLICIES = ["fifo", "srtf", "gadget"]
@@ -192,26 +190,12 @@ def test_ctrl_c_and_sigterm_keep_the_finished_cells(tmp_path, sig):
     run_parallel's interrupt handling (a traceback)."""
     out = tmp_path / "out"
     policies = ["fifo", "gadget", "oasis"]
-    proc = subprocess.Popen([sys.executable, "-m", "ringsched.cli.main", "suite", "--workloads", "syn-1.1,syn-3",
-                             "--policies", ",".join(policies), "--estimates", "exact", "--seeds", "1",
-                             "--workers", "1", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    lines = []
-    deadline = time.monotonic() + 120
-    try:
-        for line in proc.stderr:
-            lines.append(line)
-            if line.startswith("[1/6] "):
-                proc.send_signal(sig)
-                break
-            assert time.monotonic() < deadline, "".join(lines)
-        _, rest = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    err = "".join(lines) + rest
-    assert proc.returncode == 128 + sig, err
+    run = signal_at(["suite", "--workloads", "syn-1.1,syn-3", "--policies", ",".join(policies), "--estimates",
+                     "exact", "--seeds", "1", "--workers", "1", "--out", str(out)], sig,
+                    lambda line: line.startswith("[1/6] "))
+    err = run.stderr
+    assert run.returncode == 128 + sig, err
     assert "interrupted: kept" in err and "Traceback" not in err
     cells = pd.read_parquet(out / "cells.parquet")
-    assert 1 <= len(cells) < 6 and lines[-1].split("] ")[1].startswith(
+    assert 1 <= len(cells) < 6 and run.matched.split("] ")[1].startswith(
         f"{cells.workload.iloc[0]} seed 0 exact {cells.policy.iloc[0]}")

@@ -12,6 +12,7 @@ import numpy as np
 
 from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
+from ringsched.policies.gadget.gain import lend_gain, ring_rate
 from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only, type_views
 from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
 from ringsched.policies.gadget.upgrade import upgrade
@@ -52,6 +53,17 @@ class IdleCapacity:
             return self.now_free[s] >= c
         nic = self.nic_share
         return all(self.now_free[s] >= c and self.now_bfree[s] >= nic for s, c in pairs)
+
+    def fits(self, pairs: tuple, multi: bool, now_only: bool) -> bool:
+        """Whether a placement is idle in this slot (``now_only``) or over the lookahead too, its
+        NIC shares included when it crosses servers."""
+        free = self.now_free if now_only else np.minimum(self.free, self.now_free)
+        if any(free[s] < c for s, c in pairs):
+            return False
+        if multi:
+            bfree = self.now_bfree if now_only else np.minimum(self.bfree, self.now_bfree)
+            return all(bfree[s] >= self.nic_share - 1e-12 for s, _ in pairs)
+        return True
 
     def take_now(self, pairs: tuple, multi: bool) -> int:
         """Lend a placement's GPUs in this slot (``free`` stays at most ``now_free``); returns the
@@ -258,8 +270,7 @@ class Lender:
         speed = nodes.speed
 
         def rate(counts):  # (on the placement's GPU type)
-            pl = counts_to_placement(counts)
-            return len(pl) * js.job.local_bsz / speed.step_time_on(js.job.model, js.job.local_bsz, pl)
+            return ring_rate(speed, js.job, counts_to_placement(counts))
 
         avail = same_type_only(np.minimum(cap.free, cap.now_free), nodes.cluster, base)  # a ring runs on one type
         room = int(avail.sum())
@@ -289,12 +300,7 @@ class Lender:
             new_srv, multi = _nic_need(own, counts, base_multi)
             if multi and not np.all(np.minimum(cap.bfree, cap.now_bfree)[new_srv] >= nic - 1e-12):
                 continue
-            r1 = rate(counts)
-            t_new = restart + rem / r1
-            if t_new <= window:  # done while lent
-                gain = (t_old - t_new) / t_old
-            else:  # progress over the window, less a restart to grow and one to shrink back
-                gain = (r1 * (window - restart) - r0 * restart) / (r0 * window) - 1.0
+            gain = lend_gain(r0, rate(counts), rem, restart, window)
             if gain >= self.p.top_up_gain and (best is None or gain > best[0]):
                 best = (gain, counts, extra, new_srv if multi else None)
         return best

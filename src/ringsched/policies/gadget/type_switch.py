@@ -93,7 +93,6 @@ class Switched:
 
     def __init__(self, first, then, m: int):
         self.first, self.then, self.m = first, then, m
-        self.w = first.w
 
     def counts(self, step: int, num_servers: int) -> np.ndarray:
         return (self.first if step < self.m else self.then).counts(step, num_servers)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ringsched.embedding import consolidated
+from ringsched.policies.gadget.gain import lend_gain, ring_rate
 
 
 def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, cap) -> None:
@@ -31,7 +32,7 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
             continue  # lent or topped up already, or no commitment in this slot
         w, here = len(pl), gpu_of[pl[0]]
         prev = previous.get(jid, ())
-        moved = prev and len(prev) == w and gpu_of[prev[0]] != here and _fits(book, cap, prev, now_only=True)
+        moved = prev and len(prev) == w and gpu_of[prev[0]] != here and _fits(book, cap, prev, True)
         others = [v for v, r in zip(views, room) if v.gpu != here and r >= w]
         if not (moved or others):
             continue  # no other type has room for the ring
@@ -39,8 +40,8 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
             by_id = {js.job_id: js for js in jobs}
         js = by_id[jid]
         job = js.job
-        r0 = w * job.local_bsz / speed.step_time_on(job.model, job.local_bsz, pl)
-        if moved and w * job.local_bsz / speed.step_time_on(job.model, job.local_bsz, prev) > r0:
+        r0 = ring_rate(speed, job, pl)
+        if moved and ring_rate(speed, job, prev) > r0:
             _take(book, cap, prev)  # upgraded before: it stays while the faster GPUs are idle
             out[jid] = prev
             idle, room = _idle(cap, views)
@@ -51,12 +52,9 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
         best = None
         for v in others:
             cand = consolidated(w, np.where(v.mask, idle, 0))
-            if cand is None or (len(set(cand)) > 1 and not _fits(book, cap, cand, now_only=False)):
+            if cand is None or (len(set(cand)) > 1 and not _fits(book, cap, cand, False)):
                 continue
-            r1 = w * job.local_bsz / speed.step_time_on(job.model, job.local_bsz, cand)
-            t_new = restart + rem / r1
-            gain = (rem / r0 - t_new) / (rem / r0) if t_new <= window else \
-                (r1 * (window - restart) - r0 * restart) / (r0 * window) - 1.0
+            gain = lend_gain(r0, ring_rate(speed, job, cand), rem, restart, window)
             if gain >= lender.p.top_up_gain and (best is None or gain > best[0]):
                 best = (gain, cand)
         if best is not None:
@@ -74,18 +72,10 @@ def _idle(cap, views):
 def _fits(book, cap, pl: tuple, now_only: bool) -> bool:
     """Whether placement ``pl`` is idle in this slot (``now_only``) or over the lookahead too."""
     _, _, multi, pairs = book.sparse(pl)
-    free = cap.now_free if now_only else np.minimum(cap.free, cap.now_free)
-    if any(free[s] < c for s, c in pairs):
-        return False
-    if multi:
-        bfree = cap.now_bfree if now_only else np.minimum(cap.bfree, cap.now_bfree)
-        return all(bfree[s] >= cap.nic_share - 1e-12 for s, _ in pairs)
-    return True
+    return cap.fits(pairs, multi, now_only)
 
 
 def _take(book, cap, pl: tuple) -> None:
     """Lend ``pl``'s GPUs (and NIC shares, if it crosses servers) in this slot."""
-    srv, cnt, multi, _ = book.sparse(pl)
-    extra = np.zeros(cap.now_free.size, dtype=cap.now_free.dtype)
-    extra[srv] = cnt
-    cap.take_extra(extra, srv if multi else None)
+    _, _, multi, pairs = book.sparse(pl)
+    cap.take_now(pairs, multi)

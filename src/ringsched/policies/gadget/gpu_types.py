@@ -74,20 +74,21 @@ def same_type_configs(Y: np.ndarray, cluster) -> tuple[np.ndarray, list[str | No
     return keep, gpus
 
 
-def one_type_free(free: np.ndarray, cluster, rate_of) -> list[np.ndarray]:
-    """Free GPUs per server restricted to each type, the type of highest ``rate_of(gpu)`` first
-    (ties: order of first appearance): where lent GPUs are taken from, one type per ring."""
-    views = type_views(cluster)
+def one_type_free(free: np.ndarray, views: tuple[TypeView, ...], rate_of) -> list[np.ndarray]:
+    """Free GPUs per server restricted to each of the cluster's types (``type_views``), the type of
+    highest ``rate_of(gpu)`` first (ties: order of first appearance): where lent GPUs are taken
+    from, one type per ring."""
     if views[0].mask is None:
         return [free]
     order = sorted(range(len(views)), key=lambda i: -rate_of(views[i].gpu))
     return [np.where(views[i].mask, free, 0) for i in order]
 
 
-def same_type_only(free: np.ndarray, cluster, placement) -> np.ndarray:
+def same_type_only(free: np.ndarray, views: tuple[TypeView, ...], gpu_of: list, placement) -> np.ndarray:
     """``free`` with the servers of other types than ``placement``'s at 0: what a running ring
-    may grow onto (a top-up stays on the ring's type)."""
-    if len(cluster.gpu_types) == 1 or not placement:
+    may grow onto (a top-up stays on the ring's type); ``views`` and ``gpu_of``: the cluster's
+    types and each server's."""
+    if views[0].mask is None or not placement:
         return free
-    gpu = cluster.servers[placement[0]].gpu
-    return np.where(np.array([s.gpu == gpu for s in cluster.servers]), free, 0)
+    gpu = gpu_of[placement[0]]
+    return np.where(next(v.mask for v in views if v.gpu == gpu), free, 0)

@@ -122,6 +122,12 @@ class Lender:
     def clear_speeds(self) -> None:
         self._alone.clear()
 
+    def views(self, cluster) -> tuple:
+        """The cluster's GPU types (``gpu_types.type_views``) and each server's, built once per cluster."""
+        if self._views is None or self._views[0] is not cluster:
+            self._views = (cluster, type_views(cluster), [s.gpu for s in cluster.servers])
+        return self._views[1:]
+
     def lend(self, jobs, nodes, slot: int, out: dict, previous, running_plan) -> None:
         """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first (those
         past their utility horizon last); what is still idle then tops up planned jobs (``top_up``)."""
@@ -134,10 +140,7 @@ class Lender:
         if idle:
             self._lend_idle(idle, nodes, out, previous, idle_cap)
         if self.p.type_upgrade and len(nodes.cluster.gpu_types) > 1 and idle_cap.now_free.sum() > 0:
-            c = nodes.cluster
-            if self._views is None or self._views[0] is not c:
-                self._views = (c, type_views(c), [s.gpu for s in c.servers])
-            upgrade(self, *self._views[1:], jobs, nodes, slot, out, previous, idle_cap)
+            upgrade(self, *self.views(nodes.cluster), jobs, nodes, slot, out, previous, idle_cap)
         if self.p.top_up and idle_cap.now_free.sum() > 0:
             self._top_up(running_plan, nodes, out, previous, idle_cap)
 
@@ -203,7 +206,7 @@ class Lender:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
             w = min(js.job.max_workers, max(max(cap.free), js.job.min_workers))
             frees = one_type_free(  # one GPU type per ring, the job's fastest first
-                np.array(cap.free, dtype=np.int64), nodes.cluster,
+                np.array(cap.free, dtype=np.int64), self.views(nodes.cluster)[0],
                 lambda g: nodes.speed.throughput_sps(js.job.model, js.job.local_bsz, (1, 1, 1, 1), gpu=g))
             while w >= js.job.min_workers:
                 for free_arr in frees:
@@ -272,7 +275,7 @@ class Lender:
         def rate(counts):  # (on the placement's GPU type)
             return ring_rate(speed, js.job, counts_to_placement(counts))
 
-        avail = same_type_only(np.minimum(cap.free, cap.now_free), nodes.cluster, base)  # a ring runs on one type
+        avail = same_type_only(np.minimum(cap.free, cap.now_free), *self.views(nodes.cluster), base)  # a ring runs on one type
         room = int(avail.sum())
         if room == 0:
             return None

@@ -237,7 +237,7 @@ class Controller:
         return sorted(jobs, key=lambda s: s.index)
 
     def arrivals(self, t: float) -> list[JobState]:
-        return [js for js in self._by_index(self.states.values()) if js.status == "pending" and js.job.arrival_s <= t]
+        return self._by_index(js for js in self.states.values() if js.status == "pending" and js.job.arrival_s <= t)
 
     def admitted(self, js: JobState, t: float) -> None:
         self.journal.update_job(js.job_id, status="active")

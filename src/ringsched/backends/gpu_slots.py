@@ -92,5 +92,5 @@ def choose_device(rank: int, placement: Placement, slots: Sequence[int], gpus_pe
     indices = [device_index(int(placement[r]), int(slots[r]), gpus_per_server, numbering) for r in ranks]
     if max(indices) >= device_count:
         return CPU
-    index = device_index(int(placement[rank]), int(slots[rank]), gpus_per_server, numbering)
+    index = indices[rank if numbering == MACHINE else 0]
     return DeviceChoice("nccl", names[index] if names is not None else str(index))

@@ -27,7 +27,6 @@ def attempt_ended(ctl: "Controller", att: Attempt, end: faults.Ending, t: float)
     ctl.alloc.pop(jid, None)
     if end.outcome == "done":
         ctl.consecutive_faults[jid] = 0
-        js.done_samples = float(js.job.work_samples)
         mark_completed(ctl, js, t)
     elif end.outcome == "failed":
         js.done_samples = float(att.samples)

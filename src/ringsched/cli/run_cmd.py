@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import signal
 import sys
@@ -43,14 +42,12 @@ def require_run_extra(*modules: str) -> None:
                          "pip install 'ringsched[run]'", field="install")
 
 
-def check_execution_options(backend: str, slot_s: float, checkpoint_s: float, address: str | None) -> None:
-    """The options ``run`` and ``serve`` share, checked before any work (one line, exit 2)."""
+def check_execution_options(backend: str, address: str | None) -> None:
+    """The options ``run`` and ``serve`` share, checked before any work (one line, exit 2; the
+    slot and checkpoint lengths are bounded at parsing, ``cli/errors.OPTION_BOUNDS``)."""
     if backend not in BACKENDS:
         raise InputError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}", field="backend")
     require_run_extra("torch", *(("ray",) if backend == "ray" else ()))
-    for name, v in (("slot-s", slot_s), ("checkpoint-s", checkpoint_s)):
-        if not (math.isfinite(v) and v > 0):
-            raise InputError(f"--{name} must be a positive number, got {v:g}", field=name)
     if address is not None and backend != "ray":
         raise InputError("--address applies to --backend ray only", field="address")
 EXIT_STATE_ERROR = 3  # the state directory refused a write, or the backend cannot run workers
@@ -154,7 +151,7 @@ def run(
     from ringsched.cluster.model import load_cluster
     from ringsched.policies import make_policy
 
-    check_execution_options(backend, slot_s, checkpoint_s, address)
+    check_execution_options(backend, address)
     pol = make_policy(policy)
     cl = load_cluster(cluster)
     run_jobs = load_jobs(jobs)

@@ -37,7 +37,7 @@ def serve(
 ) -> None:
     """Run the scheduler as a service: submit, list, cancel, hold and release jobs over HTTP
     (ringsched submit/queue/status/cancel/logs), until SIGTERM or Ctrl-C checkpoints them."""
-    check_execution_options(backend, slot_s, checkpoint_s, address)
+    check_execution_options(backend, address)
     require_run_extra("fastapi", "uvicorn")
     from ringsched.backends import signals
     from ringsched.backends.controller import LauncherError

@@ -27,8 +27,12 @@ class Roster:
     def __init__(self, policy: Policy):
         self.policy = policy
         self.active: dict[str, JobState] = {}
-        self.finished = 0
         self._ended: set[str] = set()
+
+    @property
+    def finished(self) -> int:
+        """How many jobs have left for good."""
+        return len(self._ended)
 
     def admit(self, js: JobState) -> None:
         js.status = "active"
@@ -41,7 +45,6 @@ class Roster:
             return
         self._ended.add(js.job_id)
         self.active.pop(js.job_id, None)
-        self.finished += 1
         js.extra.clear()
         self.policy.on_finish(js.job_id)
 

@@ -261,6 +261,7 @@ def paired_differences(cells: pd.DataFrame, baseline: str, metrics: Sequence[Met
                 d = (pd.to_numeric(gp.loc[seeds, m.key], errors="coerce")
                      - pd.to_numeric(base.loc[seeds, m.key], errors="coerce")).to_numpy(float)
                 mean, lo, hi, n = t_interval(d, confidence)
-                lo, hi = _clip(lo, *_difference_range(m)), _clip(hi, *_difference_range(m))
+                bounds = _difference_range(m)
+                lo, hi = _clip(lo, *bounds), _clip(hi, *bounds)
                 rows.append(dict(zip(cols, (cl, float(load), pol, baseline, m.key, n, mean, lo, hi, confidence))))
     return pd.DataFrame(rows, columns=cols)

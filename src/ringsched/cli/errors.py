@@ -35,6 +35,7 @@ OPTION_BOUNDS: dict[str, Bound] = {
     "--horizon-s": LIMITS["horizon_s"], "--instances": LIMITS["instances"],
     "--time-limit": LIMITS["time_limit_s"], "--limit": LIMITS["jobs"], "--confidence": LIMITS["confidence"],
     "--train-frac": LIMITS["train_frac"], "--workers": LIMITS["workers"], "--priority": LIMITS["priority"],
+    "--max-jobs": LIMITS["instance_jobs"], "--max-slots": LIMITS["instance_slots"],
 }
 LIST_BOUNDS: dict[str, Bound] = {"--loads": LIMITS["load_factor"]}
 # (command, flag) -> check(value, flag), for what a flag means differently in different

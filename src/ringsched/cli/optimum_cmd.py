@@ -39,20 +39,11 @@ def optimum_check(
     details: Path = typer.Option(None, "--details", help="Write one JSON line per instance to this file."),
 ) -> None:
     """GADGET (exact subroutine, strict admission) versus the exact offline optimum (HiGHS)."""
-    if instances < 1:
-        raise InputError(f"--instances must be at least 1, got {instances}", field="instances")
+    # (the numbers are bounded at parsing: cli/errors.OPTION_BOUNDS)
     if regime not in REGIMES:
         raise InputError(f"--regime must be one of {', '.join(REGIMES)}, got {regime!r}", field="regime")
     if zeta not in RULES:
         raise InputError(f"--zeta must be one of {', '.join(RULES)}, got {zeta!r}", field="zeta")
-    if not time_limit > 0:
-        raise InputError(f"--time-limit must be positive, got {time_limit}", field="time-limit")
-    if workers < 1:
-        raise InputError(f"--workers must be at least 1, got {workers}", field="workers")
-    if not 2 <= max_jobs <= 12:
-        raise InputError(f"--max-jobs must lie in [2, 12], got {max_jobs}", field="max-jobs")
-    if not 6 <= max_slots <= 24:
-        raise InputError(f"--max-slots must lie in [6, 24], got {max_slots}", field="max-slots")
     if details is not None and not details.parent.exists():
         raise InputError(f"directory of --details does not exist: {details.parent}", field="details")
 

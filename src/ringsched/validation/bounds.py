@@ -151,6 +151,8 @@ LIMITS: dict[str, Bound] = {
     "horizon_s": Bound(0, 1e10, lo_open=True, unit="s"),
     "load_factor": Bound(1e-3, 1e3),
     "instances": Bound(1, 1_000_000, integer=True),
+    "instance_jobs": Bound(2, 12, integer=True),            # optimum-check: most jobs of an instance (the MILP's size)
+    "instance_slots": Bound(6, 24, integer=True),           # ... and most slots
     "time_limit_s": Bound(0.01, 1e5, lo_open=False, unit="s"),
     "seeds_count": Bound(1, 10_000, integer=True),
     "confidence": Bound(0.5, 0.999),

@@ -198,7 +198,7 @@ class Watched(Gadget):
     Before each, it snapshots the ledger and every committed plan; after it, each plan must
     survive (same end, same finish, the same shape in every slot from now on: only its own
     reservation may move, ``stay_put`` and ``commit_early_runs``), except plans of jobs that
-    finished, fell behind (plan over) or run on a failed server. Every new plan must pay
+    finished, fell behind (plan over), run on a failed server or were displaced (planned again). Every new plan must pay
     (unless the job is behind or, strict, already started); the ledger from now on must be the
     sum of the plans and within every server's GPUs and NIC; what the jobs get must hold their
     committed placements and fit the GPUs and NICs in service (lent GPUs included)."""
@@ -209,6 +209,7 @@ class Watched(Gadget):
         self.checked = 0
         self.survived = 0
         self.topped_up = 0
+        self.swaps = 0
 
     def _snapshot(self):
         return {jid: (list(p.segments), p.last_slot, p.finish_s, p.payoff, p) for jid, p in self.plans.items()}
@@ -264,11 +265,19 @@ class Watched(Gadget):
         behind = {jid for jid, (segs, last, *_ ) in before.items() if last < slot or any(
             not nodes.up[s] for s in set(Plan(segs, 0, 0, 0).at(slot)))}
         out = super().optimize(jobs, nodes, previous_allocations)
-        self._check_survivors(before, slot, nodes, behind | (before.keys() - active.keys()))
+        # the one rule that breaks a plan: a displacement (``displace.py``), at most ``displace`` a
+        # decision, of a longer job, for a job that then holds a paying plan; the displaced job
+        # is planned again at once
+        assert len(self.displaced) <= self.p.displace
+        for vid, jid in self.displaced:
+            assert vid in self.plans and self.plans[jid].payoff > 0, f"{vid} displaced for {jid} without a plan"
+            self.swaps += 1
+        displaced = {vid for vid, _ in self.displaced}
+        self._check_survivors(before, slot, nodes, behind | displaced | (before.keys() - active.keys()))
         for jid, plan in self.plans.items():
-            if jid in before and before[jid][4] is plan:
-                continue
-            must = jid in behind or (self.p.admission == "strict" and active[jid].first_start_s is not None)
+            if jid in before and (before[jid][4] is plan or before[jid][1:4] == (plan.last_slot, plan.finish_s, plan.payoff)):
+                continue  # (the same plan, or the same committed again after a swap was undone)
+            must = jid in behind | displaced or (self.p.admission == "strict" and active[jid].first_start_s is not None)
             assert must or plan.payoff > 0, f"{jid} admitted at payoff {plan.payoff}"
         self._check_ledger(slot)
         for jid, plan in self.plans.items():

@@ -84,7 +84,7 @@ def theorem_params(inst: Instance, params: TheoremParams, subroutine: str = "exa
     return GadgetParams(admission="strict", subroutine=subroutine, L=params.L, U=params.U, zeta=params.zeta_gpu,
                         zeta_nic=params.zeta_nic, nic_share=inst.nic_share, max_per_server=inst.max_per_server,
                         max_steps=inst.slots + 1, tail_utility=1e-12, restart_s=0.0, work_conserving=False,
-                        late_share=0.0, pack_slack=0.0, bound_first=False, stay_put=False)
+                        late_share=0.0, pack_slack=0.0, bound_first=False, stay_put=False, displace=0)
 
 
 @dataclass

@@ -47,6 +47,7 @@ class GadgetParams:
     # CommitmentBook.stay_put). Off in the theorem's configuration: a moved reservation lowers
     # the prices where it leaves (docs/theory.md section 9)
     stay_put: bool = True
+    displace: int = 4  # failed offers per decision that may take a longer job's near GPUs (displace.py)
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
@@ -107,7 +108,7 @@ class GadgetParams:
         for name in ("max_steps", "retry_every", "max_plans_per_slot", "lend_lookahead"):
             v = getattr(self, name)
             need(v >= 1, f"{name} must be at least 1, got {v}")
-        for name in ("retry_backoff", "pack_within"):
+        for name in ("retry_backoff", "pack_within", "displace"):
             v = getattr(self, name)
             need(v >= 0, f"{name} must be at least 0, got {v}")
         need(self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1),

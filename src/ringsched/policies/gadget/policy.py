@@ -16,8 +16,10 @@ The contract (design brief, section 4; theory in docs/theory.md):
 5. GPUs left idle in the current slot are lent to jobs without a commitment in it, then on
    top of planned jobs' placements when that pays for the restarts (``lending.py``).
 
-A committed plan is never broken by GADGET: each slot it returns the committed placement of
-every planned job, or a superset of it when idle GPUs are lent on top. Plans end early when a
+A committed plan is never broken by GADGET but for one rule: a job whose offer failed may
+displace a longer job's plan when that gains more utility than the longer job loses
+(``displace.py``; the displaced job is planned again at once). Each slot GADGET returns the
+committed placement of every planned job, or a superset of it when idle GPUs are lent on top. Plans end early when a
 job finishes early (its later reservations are released), and a job that falls behind its
 plan (a restart cost, a failed server) gets a new plan for what is left.
 
@@ -35,6 +37,7 @@ from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.common import queue_key
 from ringsched.policies.gadget.book import CommitmentBook, Plan
+from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, planned_remaining
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, utility_horizon_s
@@ -69,6 +72,7 @@ class Gadget(Policy):
         self.reestimated: set[str] = set()  # told by the world: their estimates doubled, re-plan them
         self.usage = GpuTimeSplit()
         self.overdue: set[str] = set()  # jobs past the rho guard at this decision (objective_terms.overdue)
+        self.displaced: list[tuple[str, str]] = []  # (displaced job, the job it made room for) at this decision
 
     @property
     def plans(self) -> dict[str, Plan]:
@@ -143,6 +147,7 @@ class Gadget(Policy):
             self.horizon.clear()
         slot = slot_of(nodes)
         active = {js.job_id: js for js in jobs}
+        self.displaced = []
         self.book.release_gone(active.keys(), slot)  # finished early: free their later reservations
         behind: set[str] = set()
         for jid in self.book.over(slot, nodes.up):
@@ -151,7 +156,7 @@ class Gadget(Policy):
         behind |= self._release_reestimated(active, slot)
         self.overdue = overdue(jobs, nodes.now_s, self.p.rho_guard, self.book.plans)
         behind |= self.overdue
-        self._offer_unplanned(jobs, nodes, slot, behind, previous_allocations)
+        self._offer_unplanned(jobs, active, nodes, slot, behind, previous_allocations)
         out, running_plan = self._planned_placements(active, nodes, slot, previous_allocations)
         if self.p.work_conserving:
             self.lender.lend(jobs, nodes, slot, out, previous_allocations, running_plan)
@@ -181,11 +186,13 @@ class Gadget(Policy):
         """GPU-time under committed plans and on lent GPUs (issue 15: how much GADGET's plans do)."""
         return self.usage.stats()
 
-    def _offer_unplanned(self, jobs, nodes: Nodes, slot: int, behind: set, previous_allocations) -> None:
+    def _offer_unplanned(self, jobs, active: dict, nodes: Nodes, slot: int, behind: set, previous_allocations) -> None:
         """Offer jobs without a plan: those behind first, then new ones, then deferred ones, each by
         priority, then arrival (``queue_key``). A deferred job is offered again every retry_every slots, doubling the wait after
         each offer that failed (up to 2^retry_backoff), and at most once a slot when reservations
-        were released: re-offers rarely succeed and were most of GADGET's time on long traces."""
+        were released: re-offers rarely succeed and were most of GADGET's time on long traces.
+        The first ``displace`` offers that fail may each take a longer job's near GPUs
+        (``displace.py``)."""
         cap = self.p.max_plans_per_slot
         groups: tuple[list, list, list, list] = ([], [], [], [])  # behind (new, tried), new, tried
         plans = self.book.plans
@@ -206,6 +213,7 @@ class Gadget(Policy):
                                               self._horizon_end(js, nodes))
                                              for js in free_to_skip], nodes, slot)
             quick = {js.job_id: float(v) for js, v in zip(free_to_skip, vals)}
+        swaps = self.p.displace  # (``displace.py``: a failed offer may take a longer job's near GPUs)
         for js, last, must in offers:
             jid = js.job_id
             self.last_try[jid] = slot
@@ -214,7 +222,16 @@ class Gadget(Policy):
             if plan is not None and (plan.payoff > 0 or must):
                 self.book.commit(jid, plan)
                 self.misses.pop(jid, None)
-            elif last is not None:
+                continue
+            if swaps > 0:
+                swaps -= 1
+                vid = displace(self, js, nodes, slot, active, previous_allocations)
+                if vid is not None:
+                    self.displaced.append((vid, jid))
+                    self.misses.pop(jid, None)
+                    quick = {}  # (a release lowered prices: the decision's bounds may no longer hold)
+                    continue
+            if last is not None:
                 self.misses[jid] = self.misses.get(jid, 0) + 1
 
     def _planned_placements(self, active: dict, nodes: Nodes, slot: int, previous_allocations) -> tuple[dict, list]:

@@ -1,0 +1,100 @@
+"""Displacement: a job whose offer failed may take the near GPUs of a longer job's plan when
+that gains more utility than it costs the longer job (issue 15: short jobs behind plans).
+
+A committed plan is GADGET's promise to its job, but under load it also keeps every later
+job off the GPUs it holds, however short: a preemptive shortest-remaining-first order runs
+the short job at once and delays the long one by little. One swap is tried per failed offer,
+at most ``displace`` per decision:
+
+1. the victim: of the plans that hold GPUs within the lending lookahead and whose jobs are
+   longer (remaining time alone) than the offered job, the one that loses the least utility
+   when delayed by the offered job's time alone (its loss is taken on its own run alone from
+   now, not on its plan's finish: lending and top-ups finish jobs ahead of their plans);
+2. the offered job's best plan as things stand (taken at any payoff) is what it would get
+   without the swap; the victim's plan is released from now and the job offered again;
+3. the swap stays when that plan pays (positive payoff at the prices without the victim) and
+   raises the job's utility by more than the victim loses when delayed by the plan's length
+   and a restart; the victim is then offered again at once, from where it runs (a move pays
+   the restart), taken at any payoff, as a job behind its plan. Otherwise the victim's plan
+   is committed again from now, as it was.
+
+Outside the guarantee (docs/theory.md, section 9): a displaced plan is a broken promise, and
+the release lowers prices. Off (``displace=0``) in the theorem's configuration.
+"""
+
+from __future__ import annotations
+
+from ringsched.policies.gadget.book import Plan
+from ringsched.policies.gadget.objective_terms import planned_remaining
+
+
+def alone_s(js, nodes, stop_converged: bool) -> float:
+    """The job's remaining time alone on its widest ring (the planning estimate)."""
+    w = min(js.job.max_workers, nodes.cluster.total_gpus)
+    return planned_remaining(js, nodes.now_s, stop_converged) / max(nodes.throughput_sps(js, w), 1e-12)
+
+
+def delay_loss(js, end_s: float, delay_s: float) -> float:
+    """The utility ``js`` loses when its completion moves from ``end_s`` to ``end_s + delay_s``."""
+    u, a = js.job.utility, js.job.arrival_s
+    return float(u(end_s - a)) - float(u(end_s + delay_s - a))
+
+
+def victim(policy, js, nodes, slot: int, active: dict):
+    """(victim's state, its plan, its finish alone from now) for ``js``, or None (step 1)."""
+    book, stop = policy.book, policy.p.stop_converged
+    short = alone_s(js, nodes, stop)
+    near = slot + policy.p.lend_lookahead
+    best = None
+    for vid, plan in book.plans.items():
+        vs = active.get(vid)
+        if vs is None or vid in policy.overdue or plan.first_slot > near:
+            continue
+        long = alone_s(vs, nodes, stop)
+        if long <= short:
+            continue
+        end = nodes.now_s + long
+        key = (delay_loss(vs, end, short), book.commit_seq(vid))
+        if best is None or key < best[0]:
+            best = (key, vs, plan, end)
+    if best is None or best[0][0] >= float(js.job.utility.max_value):
+        return None  # (nothing to take, or no gain of the job's could pay for the least loss)
+    return best[1:]
+
+
+def restore(book, jid: str, old: Plan, slot: int, mark: tuple) -> None:
+    """Commit ``old`` again from ``slot`` on (what ``release`` freed), and the book's release
+    counts as they were at ``mark``: an undone swap freed nothing, so it must not make deferred
+    jobs due for an offer or failed early-run checks worth repeating."""
+    segs = [(max(a, slot), z, pl) for a, z, pl in old.segments if z > slot]
+    book.commit(jid, Plan(segs, old.finish_s, old.payoff, old.cost))
+    book.epoch, book.freed = mark
+
+
+def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -> str | None:
+    """Try one swap for ``js``, whose offer failed: the displaced job when it stays (both jobs
+    planned), else None (the book as it was)."""
+    found = victim(policy, js, nodes, slot, active)
+    if found is None:
+        return None
+    vs, old, end_v = found
+    book, jid, vid = policy.book, js.job_id, vs.job_id
+    u, a = js.job.utility, js.job.arrival_s
+    here = previous_allocations.get(jid, ())
+    stay = policy.offer(js, nodes, slot, here, must=True)
+    without = 0.0 if stay is None else float(u(stay.finish_s - a))
+    mark = (book.epoch, list(book.freed))
+    book.release(vid, slot)
+    plan = policy.offer(js, nodes, slot, here)
+    delay = 0.0 if plan is None else plan.finish_s - nodes.now_s + policy.p.restart_for(nodes)
+    if plan is None or plan.payoff <= 0 or float(u(plan.finish_s - a)) - without <= delay_loss(vs, end_v, delay):
+        restore(book, vid, old, slot, mark)
+        return None
+    book.commit(jid, plan)
+    again = policy.offer(vs, nodes, slot, previous_allocations.get(vid, ()), must=True)
+    if again is None:  # (no window for the victim: undo)
+        book.release(jid, slot)
+        restore(book, vid, old, slot, mark)
+        return None
+    book.commit(vid, again)
+    return vid

@@ -86,8 +86,11 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
     mark = (book.epoch, list(book.freed))
     book.release(vid, slot)
     plan = policy.offer(js, nodes, slot, here)
-    delay = 0.0 if plan is None else plan.finish_s - nodes.now_s + policy.p.restart_for(nodes)
-    if plan is None or plan.payoff <= 0 or float(u(plan.finish_s - a)) - without <= delay_loss(vs, end_v, delay):
+    # (a plan's progress starts at its first slot's start: mid-slot, the job cannot finish
+    # before its time alone from now)
+    done = 0.0 if plan is None else max(plan.finish_s, nodes.now_s + alone_s(js, nodes, policy.p.stop_converged))
+    delay = done - nodes.now_s + policy.p.restart_for(nodes)
+    if plan is None or plan.payoff <= 0 or float(u(done - a)) - without <= delay_loss(vs, end_v, delay):
         restore(book, vid, old, slot, mark)
         return None
     book.commit(jid, plan)

@@ -142,3 +142,32 @@ def test_samples_at_the_reference_batch_are_unchanged_and_grow_with_the_batch():
     ns = noise_scale("resnet50")
     assert ns.samples_at(1e6, ns.ref_batch) == pytest.approx(1e6)
     assert ns.samples_at(1e6, 3200) > ns.samples_at(1e6, 800) > 1e6
+
+
+@pytest.mark.parametrize("workers,done", [(1, 0.0), (8, 0.0), (8, 0.6), (16, 0.3)])
+def test_gadget_plans_an_adaptive_job_at_the_goodput_the_world_credits(workers, done):
+    """An adaptive-batch job's plan rate is what the world will credit it on a ring of that shape
+    (its goodput at its progress now, the ring's NIC share reserved across servers), not its
+    throughput at the user's batch: for bert_base asked on 2 GPUs, on 8 or more they differ by
+    far, and plans at the throughput put such jobs on rings far wider than they gain from
+    (pollux-w6-t4). A rigid-batch job of the same model keeps its throughput."""
+    from ringsched.policies import Nodes
+    from ringsched.policies.gadget.policy import Gadget
+
+    c = parse_spec("4x8,gpu=t4")
+    speed = SpeedModel(c)
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, speed, 30.0)
+    pol = Gadget()
+    for adaptive in (True, False):
+        j = Job("a", 0.0, "bert_base", 48, 1e6, 1, 32, jct_utility(3600.0, 2), requested_gpus=2,
+                adaptive_batch=adaptive)
+        pol.planner.done_fraction = {"a": done}
+        k, d = consolidated_shape(workers, 8)[1:3]
+        placement = tuple(s for s in range(k) for _ in range(d))[:workers]
+        assert speed.shape(placement)[:3] == (workers, k, d)
+        plan = pol.planner.plan_rate(nodes, j, workers, k, d)
+        inter = pol.p.nic_share * c.servers[0].nic_Bps if k > 1 else None
+        world = speed.progress_sps(j, done * j.work_samples, placement, inter)
+        assert plan == pytest.approx(world, rel=1e-9)
+        if adaptive and workers >= 8:
+            assert world < 0.8 * speed.throughput_sps("bert_base", 48, (workers, k, d, 1), inter)

@@ -148,6 +148,8 @@ class Gadget(Policy):
         slot = slot_of(nodes)
         active = {js.job_id: js for js in jobs}
         self.displaced = []
+        self.planner.done_fraction = {js.job_id: js.done_at(nodes.now_s) / js.job.work_samples
+                                      for js in jobs if js.job.adaptive_batch}
         self.book.release_gone(active.keys(), slot)  # finished early: free their later reservations
         behind: set[str] = set()
         for jid in self.book.over(slot, nodes.up):

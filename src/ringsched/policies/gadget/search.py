@@ -18,6 +18,8 @@ import numpy as np
 
 from ringsched.embedding import counts_to_placement
 from ringsched.job import Job
+from ringsched.perfmodel.efficiency import noise_scale
+from ringsched.perfmodel.goodput import goodput_of
 from ringsched.policies.gadget import kernels
 from ringsched.policies.gadget.book import Plan
 from ringsched.policies.gadget.embed import StepEmbeddings, embed
@@ -57,6 +59,8 @@ class PlanSearch:
         self._rates: dict[tuple, float] = {}
         self.exact_tables: dict[tuple, tuple] = {}  # configurations of the exact subroutine (``exact.py``)
         self._views: tuple[object, tuple[TypeView, ...]] | None = None  # (cluster, its GPU types)
+        # adaptive-batch jobs: their share of the work done at this decision (``plan_rate``)
+        self.done_fraction: dict[str, float] = {}
 
     def set_prices(self, L: float, U: float) -> None:
         self.prices_g = PriceFunction(L, U, self.p.zeta)
@@ -82,6 +86,10 @@ class PlanSearch:
         shape = (w, k, d, 1)
         view = view or self.views(nodes.cluster)[0]
         args = (job.model, job.local_bsz, shape, self.p.nic_share * view.nic_Bps if k > 1 else None)
+        if job.adaptive_batch and noise_scale(job.model) is not None:
+            # the rate the world credits: its goodput at the batch it will pick there (a wide
+            # ring's large total batch is worth fewer samples of the job's own batch)
+            return goodput_of(nodes.speed, job, self.done_fraction.get(job.job_id, 0.0), shape, view.gpu, args[3])[1]
         if view.gpu is None:  # one type: the speed model's default (the optimum's DiscreteSpeed has no types)
             return nodes.speed.throughput_sps(*args)
         return nodes.speed.throughput_sps(*args, gpu=view.gpu)
@@ -92,8 +100,9 @@ class PlanSearch:
         for a given number k of servers, the step time grows with d, the most workers on a
         server: so the fastest shape on k servers has d = ceil(w / k). One server (k = 1, d = w)
         and every k from 2 to min(w, S) are tried on every type (cached per model, batch and w)."""
+        adaptive = job.adaptive_batch and noise_scale(job.model) is not None
         key = (job.model, job.local_bsz, w)
-        r = self._rates.get(key)
+        r = None if adaptive else self._rates.get(key)  # (an adaptive job's goodput moves with its progress)
         if r is None:
             c = nodes.cluster
             r = 0.0
@@ -102,7 +111,8 @@ class PlanSearch:
                                 for k in range(2, min(w, c.num_servers) + 1)), default=0.0))
                 if w <= int(c.gpus.max()):
                     r = max(r, self.plan_rate(nodes, job, w, 1, w, v))
-            self._rates[key] = r
+            if not adaptive:
+                self._rates[key] = r
         return r
 
     # ------------------------------------------------------------ the window

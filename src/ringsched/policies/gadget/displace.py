@@ -57,8 +57,14 @@ def victim(policy, js, nodes, slot: int, active: dict):
         key = (delay_loss(vs, end, short), book.commit_seq(vid))
         if best is None or key < best[0]:
             best = (key, vs, plan, end)
-    if best is None or best[0][0] >= float(js.job.utility.max_value):
-        return None  # (nothing to take, or no gain of the job's could pay for the least loss)
+    if best is None:
+        return None
+    # no gain of the job's (its utility at its earliest finish) can pay for the least loss (a
+    # delay of its time alone and a restart): most failed offers under load end here
+    vs, plan, end = best[1:]
+    earliest = float(js.job.utility(nodes.now_s + short - js.job.arrival_s))
+    if earliest <= delay_loss(vs, end, short + policy.p.restart_for(nodes)):
+        return None
     return best[1:]
 
 
@@ -68,7 +74,7 @@ def restore(book, jid: str, old: Plan, slot: int, mark: tuple) -> None:
     jobs due for an offer or failed early-run checks worth repeating."""
     segs = [(max(a, slot), z, pl) for a, z, pl in old.segments if z > slot]
     book.commit(jid, Plan(segs, old.finish_s, old.payoff, old.cost))
-    book.epoch, book.freed = mark
+    book.epoch, book.freed = mark[0], list(mark[1])  # (a copy: the book goes on counting in it)
 
 
 def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -> str | None:
@@ -81,16 +87,23 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
     book, jid, vid = policy.book, js.job_id, vs.job_id
     u, a = js.job.utility, js.job.arrival_s
     here = previous_allocations.get(jid, ())
-    stay = policy.offer(js, nodes, slot, here, must=True)
-    without = 0.0 if stay is None else float(u(stay.finish_s - a))
     mark = (book.epoch, list(book.freed))
     book.release(vid, slot)
     plan = policy.offer(js, nodes, slot, here)
+    if plan is None or plan.payoff <= 0:
+        restore(book, vid, old, slot, mark)
+        return None
+    # what the job gets without the swap: its best plan with the victim's plan in place
+    restore(book, vid, old, slot, mark)
+    stay = policy.offer(js, nodes, slot, here, must=True)
+    without = 0.0 if stay is None else float(u(stay.finish_s - a))
+    old = book.plans[vid]
+    book.release(vid, slot)  # (the book is as it was when ``plan`` was found)
     # (a plan's progress starts at its first slot's start: mid-slot, the job cannot finish
     # before its time alone from now)
-    done = 0.0 if plan is None else max(plan.finish_s, nodes.now_s + alone_s(js, nodes, policy.p.stop_converged))
+    done = max(plan.finish_s, nodes.now_s + alone_s(js, nodes, policy.p.stop_converged))
     delay = done - nodes.now_s + policy.p.restart_for(nodes)
-    if plan is None or plan.payoff <= 0 or float(u(done - a)) - without <= delay_loss(vs, end_v, delay):
+    if float(u(done - a)) - without <= delay_loss(vs, end_v, delay):
         restore(book, vid, old, slot, mark)
         return None
     book.commit(jid, plan)

@@ -221,6 +221,8 @@ class Gadget(Policy):
             self.last_try[jid] = slot
             self.tried_epoch[jid] = self.book.epoch
             plan = self.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must, quick=quick.get(jid))
+            if plan is not None and not must and last is not None and self._too_late(js, plan):
+                plan = None  # (a deferred job is not admitted again to a plan that keeps too little of its value)
             if plan is not None and (plan.payoff > 0 or must):
                 self.book.commit(jid, plan)
                 self.misses.pop(jid, None)
@@ -235,6 +237,16 @@ class Gadget(Policy):
                     continue
             if last is not None:
                 self.misses[jid] = self.misses.get(jid, 0) + 1
+
+    def _too_late(self, js: JobState, plan: Plan) -> bool:
+        """Whether a re-offered (deferred) job's plan keeps less than ``readmit_share`` of its
+        utility's maximum. Such a plan still pays when the slots it takes are idle in the ledger
+        (far ahead, nothing is committed: prices 0), and it then takes them from the jobs that
+        arrive meanwhile and could finish there on time: under overload every job ended late
+        (Philly VC 2869ce on 4x8: 0.34 of sjf-bco's utility). The job still runs on lent GPUs."""
+        share = self.p.readmit_share
+        return share > 0 and float(js.job.utility(plan.finish_s - js.job.arrival_s)) < \
+            share * float(js.job.utility.max_value)
 
     def _planned_placements(self, active: dict, nodes: Nodes, slot: int, previous_allocations) -> tuple[dict, list]:
         """Every started plan's placement for this slot (with ``stay_put``, moved to where its job

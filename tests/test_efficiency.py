@@ -171,3 +171,27 @@ def test_gadget_plans_an_adaptive_job_at_the_goodput_the_world_credits(workers, 
         assert plan == pytest.approx(world, rel=1e-9)
         if adaptive and workers >= 8:
             assert world < 0.8 * speed.throughput_sps("bert_base", 48, (workers, k, d, 1), inter)
+
+
+def test_gadget_sets_each_adaptive_jobs_progress_before_it_plans():
+    """At every plan search of an adaptive-batch job, the progress share its goodput is taken at
+    is the job's share of the work done at that decision (``Gadget.optimize`` sets it): a job
+    re-planned mid-run (estimates a third of the true work: re-estimated, planned again) is not
+    planned at its start's goodput."""
+    from ringsched.policies.gadget.policy import Gadget
+
+    seen = []
+
+    class Watching(Gadget):
+        def search(self, job, remaining, nodes, slot, **kw):
+            if job.adaptive_batch:
+                seen.append((self.planner.done_fraction.get(job.job_id), 1.0 - remaining / job.work_samples))
+            return super().search(job, remaining, nodes, slot, **kw)
+
+    c = parse_spec("2x8,gpu=t4")
+    jobs = [Job(f"b{i}", 600.0 * i, "bert_base", 48, 4e5, 1, 16, jct_utility(3600.0, 8), requested_gpus=8,
+                adaptive_batch=True) for i in range(3)]
+    Simulator(jobs, c, Watching(), SimConfig(estimates="user:0.3", seed=0)).run()
+    assert any(want > 0.05 for _, want in seen)  # (some searches came mid-run)
+    for got, want in seen:
+        assert got == pytest.approx(max(want, 0.0), abs=1e-9)

@@ -83,8 +83,8 @@ def test_an_undone_swap_leaves_the_book_as_it_was_and_a_kept_one_takes_a_longer_
         before = (book.ledger.window(slot, end)[0].copy(), book.ledger.window(slot, end)[1].copy(),
                   {j: (p.last_slot, p.finish_s, p.payoff) for j, p in book.plans.items()},
                   book.epoch, list(book.freed))
-        short = displace_mod.alone_s(js, nodes, False)
-        longer = {j: displace_mod.alone_s(s, nodes, False) for j, s in active.items()}
+        short = policy.alone_s(js, nodes)
+        longer = {j: policy.alone_s(s, nodes) for j, s in active.items()}
         vid = real(policy, js, nodes, slot, active, previous_allocations)
         if vid is None:
             g, b = book.ledger.window(slot, end)

@@ -26,26 +26,15 @@ class Committing(Gadget):
         super().__init__(**kw)
         self.committed: list[tuple[str, float]] = []
 
-    def _ensure(self, nodes, jobs):
-        super()._ensure(nodes, jobs)
-        book, out = self.book, self.committed
-        if getattr(book, "_recorded", False):
-            return
-        by_id = {}
-        commit = book.commit
-
-        def recording(jid, plan):
-            j = by_id.get(jid)
-            if j is not None:
-                out.append((jid, float(j.utility(plan.finish_s - j.arrival_s)) / float(j.utility.max_value)))
-            commit(jid, plan)
-
-        book.commit, book._recorded, self._by_id = recording, True, by_id
-
     def optimize(self, jobs, nodes, previous_allocations):
-        self._ensure(nodes, jobs)
-        self._by_id.update({js.job_id: js.job for js in jobs})
-        return super().optimize(jobs, nodes, previous_allocations)
+        before = dict(self.plans)
+        out = super().optimize(jobs, nodes, previous_allocations)
+        by_id = {js.job_id: js.job for js in jobs}
+        for jid, plan in self.plans.items():
+            if before.get(jid) is not plan:
+                j = by_id[jid]
+                self.committed.append((jid, float(j.utility(plan.finish_s - j.arrival_s)) / float(j.utility.max_value)))
+        return out
 
 
 def run(**options):

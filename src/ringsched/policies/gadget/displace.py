@@ -25,13 +25,6 @@ the release lowers prices. Off (``displace=0``) in the theorem's configuration.
 from __future__ import annotations
 
 from ringsched.policies.gadget.book import Plan
-from ringsched.policies.gadget.objective_terms import planned_remaining
-
-
-def alone_s(js, nodes, stop_converged: bool) -> float:
-    """The job's remaining time alone on its widest ring (the planning estimate)."""
-    w = min(js.job.max_workers, nodes.cluster.total_gpus)
-    return planned_remaining(js, nodes.now_s, stop_converged) / max(nodes.throughput_sps(js, w), 1e-12)
 
 
 def delay_loss(js, end_s: float, delay_s: float) -> float:
@@ -41,16 +34,17 @@ def delay_loss(js, end_s: float, delay_s: float) -> float:
 
 
 def victim(policy, js, nodes, slot: int, active: dict):
-    """(victim's state, its plan, its finish alone from now) for ``js``, or None (step 1)."""
-    book, stop = policy.book, policy.p.stop_converged
-    short = alone_s(js, nodes, stop)
+    """(victim's state, its plan, its finish alone from now, ``js``'s time alone) for ``js``, or
+    None (step 1)."""
+    book = policy.book
+    short = policy.alone_s(js, nodes)
     near = slot + policy.p.lend_lookahead
     best = None
     for vid, plan in book.plans.items():
         vs = active.get(vid)
         if vs is None or vid in policy.overdue or plan.first_slot > near:
             continue
-        long = alone_s(vs, nodes, stop)
+        long = policy.alone_s(vs, nodes)
         if long <= short:
             continue
         end = nodes.now_s + long
@@ -65,7 +59,7 @@ def victim(policy, js, nodes, slot: int, active: dict):
     earliest = float(js.job.utility(nodes.now_s + short - js.job.arrival_s))
     if earliest <= delay_loss(vs, end, short + policy.p.restart_for(nodes)):
         return None
-    return best[1:]
+    return vs, plan, end, short
 
 
 def restore(book, jid: str, old: Plan, slot: int, mark: tuple) -> None:
@@ -83,7 +77,7 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
     found = victim(policy, js, nodes, slot, active)
     if found is None:
         return None
-    vs, old, end_v = found
+    vs, old, end_v, short = found
     book, jid, vid = policy.book, js.job_id, vs.job_id
     u, a = js.job.utility, js.job.arrival_s
     here = previous_allocations.get(jid, ())
@@ -101,7 +95,7 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
     book.release(vid, slot)  # (the book is as it was when ``plan`` was found)
     # (a plan's progress starts at its first slot's start: mid-slot, the job cannot finish
     # before its time alone from now)
-    done = max(plan.finish_s, nodes.now_s + alone_s(js, nodes, policy.p.stop_converged))
+    done = max(plan.finish_s, nodes.now_s + short)
     delay = done - nodes.now_s + policy.p.restart_for(nodes)
     if float(u(done - a)) - without <= delay_loss(vs, end_v, delay):
         restore(book, vid, old, slot, mark)

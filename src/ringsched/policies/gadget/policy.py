@@ -111,15 +111,23 @@ class Gadget(Policy):
         if self.planner.prices_g is None:
             self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
 
-    def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
+    def _fixed(self, js: JobState, nodes: Nodes) -> tuple[float, float]:
+        """(utility horizon s, samples/s alone on the widest ring): fixed per job, cached."""
         hr = self.horizon.get(js.job_id)
-        if hr is None:  # (the utility's horizon, and the speed alone on the widest ring: fixed per job)
+        if hr is None:
             hr = self.horizon[js.job_id] = (
                 utility_horizon_s(js.job, self.p.tail_utility),
                 max(nodes.throughput_sps(js, min(js.job.max_workers, nodes.cluster.total_gpus)), 1e-12))
-        end = js.job.arrival_s + hr[0]
+        return hr
+
+    def alone_s(self, js: JobState, nodes: Nodes) -> float:
+        """The job's remaining time alone on its widest ring (the planning estimate)."""
+        return planned_remaining(js, nodes.now_s, self.p.stop_converged) / self._fixed(js, nodes)[1]
+
+    def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
+        end = js.job.arrival_s + self._fixed(js, nodes)[0]
         # a job past its horizon (or behind its plan) still gets a window to finish in
-        alone = planned_remaining(js, nodes.now_s, self.p.stop_converged) / hr[1]
+        alone = self.alone_s(js, nodes)
         if js.job_id in self.overdue:  # (fairness: planned whatever the payoff, past what is committed)
             end = max(end, past_commitments_s(self.book.plans, nodes.slot_s) + 2 * alone)
         return max(end, nodes.now_s + 4 * alone + 2 * nodes.slot_s)

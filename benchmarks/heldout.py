@@ -1,0 +1,64 @@
+"""Workloads outside the suite (docs/suite.md, "Held out"): other Philly VCs, another ITP
+cluster, two synthetic mixes and the Alibaba pods on another cluster, built the suite's way
+(``SuiteWorkload``), every policy (or ``--policies``), seeds 0 and 1, exact estimates. Writes
+OUT/cells.parquet and prints the target's ratios to the best baseline per workload.
+
+    python benchmarks/heldout.py OUT [--policies gadget,oasis] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+S = "{shared}"
+PH = f"philly:{S}/philly-pollux/philly.csv"
+ITP = f"itp:{S}/microsoft-itp-elasticflow/raw-traces"
+
+
+def workloads():
+    from ringsched.experiment.workloads import SuiteWorkload
+
+    return [
+        SuiteWorkload("ho-philly-2869ce", "philly", PH, "4x8", "held out", vc="2869ce", limit=400),
+        SuiteWorkload("ho-philly-e13805", "philly", PH, "4x8", "held out", vc="e13805", limit=374),
+        SuiteWorkload("ho-philly-ed69ec", "philly", PH, "8x8", "held out", vc="ed69ec", limit=500),
+        SuiteWorkload("ho-philly-6c71a0", "philly", PH, "8x8", "held out", vc="6c71a0", limit=500),
+        SuiteWorkload("ho-itp-cluster07", "itp", ITP, "10x8", "held out", vc="cluster07", limit=800),
+        SuiteWorkload("ho-syn-8x8-1.5", "synthetic", "synthetic:400,load=0.75", "8x8", "held out"),
+        SuiteWorkload("ho-syn-3x8-rigid-2", "synthetic", "synthetic:300,load=0.375", "3x8", "held out", rigid=True),
+        SuiteWorkload("ho-alibaba-4x8", "alibaba", f"alibaba:{S}/alibaba-gpu-v2023/openb_pod_list_default.csv",
+                      "4x8", "held out", limit=2000),
+    ]
+
+
+def main() -> None:
+    import pandas as pd
+
+    import ringsched.policies  # noqa: F401 - registers every policy
+    from ringsched.experiment.suite import Cell, ratios, run_suite, skipped_workloads
+    from ringsched.policies.registry import policy_names
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--policies", default=None, help="comma-separated (default: every policy)")
+    ap.add_argument("--target", default="gadget")
+    ap.add_argument("--workers", type=int, default=2)
+    a = ap.parse_args()
+    ws = workloads()
+    for w, why in skipped_workloads(ws):
+        print(f"skipped {w.name}: {why}")
+    skipped = {w.name for w, _ in skipped_workloads(ws)}
+    pols = a.policies.split(",") if a.policies else policy_names()
+    cells = [Cell(w, s, "exact", p) for w in ws if w.name not in skipped for s in (0, 1) for p in pols]
+    run = run_suite(cells, workers=a.workers)
+    a.out.mkdir(parents=True, exist_ok=True)
+    run.cells.to_parquet(a.out / "cells.parquet")
+    if len(set(pols)) > 1:
+        r = ratios(run.cells, a.target)
+        print(r[["workload", "total_utility_ratio", "total_utility_best", "mean_jct_s_ratio", "mean_jct_s_best"]]
+              .round(3).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

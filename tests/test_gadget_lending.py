@@ -224,3 +224,26 @@ def test_lending_never_puts_more_rings_on_a_nic_than_it_holds():
             nic[servers] += g.p.nic_share
     assert "a" in out and len(set(out["a"])) > 1  # the lent ring crosses servers
     assert np.all(nic <= 1 + 1e-9), (out, nic)
+
+
+def test_a_job_without_a_plan_grows_on_lent_gpus_when_others_free_up():
+    """A ring lent where one GPU was idle grows once the cluster frees up (when that pays for
+    the restarts, the top-up rule). Before, it kept its first size for life: an 8-GPU job ran
+    on 1 GPU for 8 h beside 30 idle GPUs (synthetic many-short jobs on 4x8).
+    Mutant caught: lent jobs left out of the top-up (``_lent_below_max`` returns [])."""
+    c = parse_spec("1x8")
+    dead = SigmoidUtility(1.0, 600.0, float(np.log(49.0)) / 600.0)  # nothing left to earn: never planned
+    j = Job("j0", 0.0, "resnet50", 64, job(0, 0.0, 8, 20_000, c).work_samples, 1, 8, dead)
+    a = JobState(j, 0, 20_000.0)
+    other = JobState(job(1, 0.0, 7, 3600, c), 1, 3600.0)
+    n0 = nodes(c, 10_000.0)
+    g = Gadget(restart_s=30.0)
+    g._ensure(n0, [a, other])
+    g.book.commit("j1", Plan([(33, 45, (0,) * 7)], 13_500.0, 1.0, 0.1))  # seven GPUs committed now
+    out = g.optimize([a, other], n0, {})
+    assert "j0" not in g.plans and out["j0"] == (0,)  # the one idle GPU is lent
+    out2 = g.optimize([a], nodes(c, 10_300.0), {"j0": out["j0"]})  # j1 is gone: its GPUs are idle
+    assert "j0" not in g.plans and out2["j0"] == (0,) * 8
+    slow = Gadget()  # where a restart cannot pay (the world's 10,000 s), it stays as it is
+    slow._ensure(n0, [a])
+    assert slow.optimize([a], nodes(c, 10_300.0, restart_s=10_000.0), {"j0": (0,)})["j0"] == (0,)

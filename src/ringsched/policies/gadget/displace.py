@@ -7,7 +7,7 @@ the short job at once and delays the long one by little. One swap is tried per f
 at most ``displace`` per decision:
 
 1. the victim: of the plans that hold GPUs within the lending lookahead and whose jobs are
-   longer (remaining time alone) than the offered job, the one that loses the least utility
+   longer (remaining time alone) than the offered job and of no higher priority, the one that loses the least utility
    when delayed by the offered job's time alone (its loss is taken on its own run alone from
    now, not on its plan's finish: lending and top-ups finish jobs ahead of their plans);
 2. the offered job's best plan as things stand (taken at any payoff) is what it would get
@@ -42,8 +42,8 @@ def victim(policy, js, nodes, slot: int, active: dict):
     best = None
     for vid, plan in book.plans.items():
         vs = active.get(vid)
-        if vs is None or vid in policy.overdue or plan.first_slot > near:
-            continue
+        if vs is None or vid in policy.overdue or plan.first_slot > near or vs.job.priority > js.job.priority:
+            continue  # (priority is a strict class: a job never takes a higher one's GPUs)
         long = policy.alone_s(vs, nodes)
         if long <= short:
             continue

@@ -130,7 +130,8 @@ class Lender:
 
     def lend(self, jobs, nodes, slot: int, out: dict, previous, running_plan) -> None:
         """Idle GPUs of this slot go to jobs with nothing committed in it, shortest first (those
-        past their utility horizon last); what is still idle then tops up planned jobs (``top_up``)."""
+        past their utility horizon last); what is still idle then tops up planned jobs and grows
+        jobs without a plan on their lent GPUs (``top_up``)."""
         idle_cap = IdleCapacity.of(self.book.ledger, nodes.capacity, slot, self.p.lend_lookahead, self.p.nic_share)
         if idle_cap.now_free.sum() == 0:
             return
@@ -142,7 +143,15 @@ class Lender:
         if self.p.type_upgrade and len(nodes.cluster.gpu_types) > 1 and idle_cap.now_free.sum() > 0:
             upgrade(self, *self.views(nodes.cluster), jobs, nodes, slot, out, previous, idle_cap)
         if self.p.top_up and idle_cap.now_free.sum() > 0:
-            self._top_up(running_plan, nodes, out, previous, idle_cap)
+            self._top_up(running_plan + self._lent_below_max(idle, out), nodes, out, previous, idle_cap)
+
+    def _lent_below_max(self, idle, out: dict) -> list:
+        """Jobs without a plan that run on lent GPUs below their most workers: a top-up may grow
+        them too. A ring lent where few GPUs were idle kept that size for life before (an 8-GPU
+        job on 1 GPU for 8 h beside 30 idle ones, synthetic many-short jobs on 4x8)."""
+        plans = self.book.plans
+        return [js for js in idle if js.job_id in out and js.job_id not in plans
+                and len(out[js.job_id]) < js.job.max_workers]
 
     def _order(self, idle, nodes) -> np.ndarray:
         """Idle jobs by remaining time alone at their widest size, then arrival, then index;

@@ -47,9 +47,10 @@ class GadgetParams:
     # CommitmentBook.stay_put). Off in the theorem's configuration: a moved reservation lowers
     # the prices where it leaves (docs/theory.md section 9)
     stay_put: bool = True
-    # a deferred job is admitted again only by a plan that keeps at least this share of its
-    # utility's maximum (0.5: one that finishes by the sigmoid's midpoint); 0: any paying plan
-    readmit_share: float = 0.5
+    # deferred admission: a job is admitted only by a plan that keeps at least this share of
+    # what it could still earn running alone from now (0.5), and not once that is below
+    # tail_utility of its maximum; 0: any paying plan (Gadget._too_late)
+    on_time_share: float = 0.5
     displace: int = 4  # failed offers per decision that may take a longer job's near GPUs (displace.py)
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
@@ -114,7 +115,7 @@ class GadgetParams:
         for name in ("retry_backoff", "pack_within", "displace"):
             v = getattr(self, name)
             need(v >= 0, f"{name} must be at least 0, got {v}")
-        need(0 <= self.readmit_share < 1, f"readmit_share must lie in [0, 1), got {self.readmit_share}")
+        need(0 <= self.on_time_share < 1, f"on_time_share must lie in [0, 1), got {self.on_time_share}")
         need(self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1),
              f"rho_guard must be 0 (off) or at least 1, got {self.rho_guard}")
         for name in ("near_payoff", "late_share", "top_up_gain", "pack_slack", "energy_cost_per_gpu_s",

@@ -40,7 +40,7 @@ from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, planned_remaining
-from ringsched.policies.gadget.params import GadgetParams, derive_bounds, utility_horizon_s
+from ringsched.policies.gadget.params import GadgetParams, derive_bounds, job_menu, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.search import PlanSearch
 from ringsched.policies.gadget.usage import GpuTimeSplit
@@ -123,6 +123,13 @@ class Gadget(Policy):
     def alone_s(self, js: JobState, nodes: Nodes) -> float:
         """The job's remaining time alone on its widest ring (the planning estimate)."""
         return planned_remaining(js, nodes.now_s, self.p.stop_converged) / self._fixed(js, nodes)[1]
+
+    def fastest_alone_s(self, js: JobState, nodes: Nodes) -> float:
+        """The job's remaining time alone at its fastest: the most samples/s any plan of a
+        worker count on its menu can reach, on any GPU type (``PlanSearch.max_rate``)."""
+        menu = job_menu(js.job, nodes.cluster.total_gpus)
+        rate = max((self.planner.max_rate(nodes, js.job, w) for w in menu), default=0.0)
+        return planned_remaining(js, nodes.now_s, self.p.stop_converged) / max(rate, 1e-12)
 
     def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
         end = js.job.arrival_s + self._fixed(js, nodes)[0]
@@ -229,7 +236,7 @@ class Gadget(Policy):
             self.last_try[jid] = slot
             self.tried_epoch[jid] = self.book.epoch
             plan = self.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must, quick=quick.get(jid))
-            if plan is not None and not must and last is not None and self._too_late(js, plan):
+            if plan is not None and not must and self.p.admission == "deferred" and self._too_late(js, plan, nodes):
                 plan = None  # (a deferred job is not admitted again to a plan that keeps too little of its value)
             if plan is not None and (plan.payoff > 0 or must):
                 self.book.commit(jid, plan)
@@ -246,15 +253,23 @@ class Gadget(Policy):
             if last is not None:
                 self.misses[jid] = self.misses.get(jid, 0) + 1
 
-    def _too_late(self, js: JobState, plan: Plan) -> bool:
-        """Whether a re-offered (deferred) job's plan keeps less than ``readmit_share`` of its
-        utility's maximum. Such a plan still pays when the slots it takes are idle in the ledger
-        (far ahead, nothing is committed: prices 0), and it then takes them from the jobs that
-        arrive meanwhile and could finish there on time: under overload every job ended late
-        (Philly VC 2869ce on 4x8: 0.34 of sjf-bco's utility). The job still runs on lent GPUs."""
-        share = self.p.readmit_share
-        return share > 0 and float(js.job.utility(plan.finish_s - js.job.arrival_s)) < \
-            share * float(js.job.utility.max_value)
+    def _too_late(self, js: JobState, plan: Plan, nodes: Nodes) -> bool:
+        """Whether a plan comes too late to admit the job (deferred admission): it keeps less
+        than ``on_time_share`` of what the job could still earn running alone from now, or the
+        job has nothing left to earn even so (below ``tail_utility`` of its maximum: the lending
+        order's "past its horizon"). Such a plan still pays where the ledger is idle far ahead
+        (nothing committed there yet: prices 0), and it then takes those slots from the jobs
+        that arrive meanwhile and could finish there on time; under overload every job ended
+        late (Philly VC 2869ce on 4x8: 0.34 of sjf-bco's utility; synthetic many-short jobs:
+        8-GPU jobs planned at arrival 5 h ahead for 2% of their value). The job still runs on
+        lent GPUs."""
+        share = self.p.on_time_share
+        if share == 0:
+            return False
+        u = js.job.utility
+        alone = float(u(nodes.now_s + self.fastest_alone_s(js, nodes) - js.job.arrival_s))
+        return alone < self.p.tail_utility * float(u.max_value) or \
+            float(u(plan.finish_s - js.job.arrival_s)) < share * alone
 
     def _planned_placements(self, active: dict, nodes: Nodes, slot: int, previous_allocations) -> tuple[dict, list]:
         """Every started plan's placement for this slot (with ``stay_put``, moved to where its job

@@ -157,17 +157,22 @@ def job_menu(job: Job, limit: int) -> list[int]:
 
 def utility_horizon_s(job: Job, tail: float) -> float:
     """The JCT at which the job's utility has fallen to ``tail`` of its maximum (capped at 60 days)."""
+    return jct_at_value_s(job, tail * float(job.utility.max_value))
+
+
+def jct_at_value_s(job: Job, v: float) -> float:
+    """The JCT at which the job's utility has fallen to ``v`` (capped at 60 days)."""
     u0 = float(job.utility.max_value)
     cap = 60 * 86400.0
-    if u0 <= 0 or float(job.utility(cap)) > tail * u0:
+    if u0 <= 0 or float(job.utility(cap)) > v:
         return cap
     inverse = getattr(job.utility, "jct_at_value", None)
     if inverse is not None:  # closed form (the sigmoid): no bisection at every arrival
-        return min(cap, inverse(tail * u0))
+        return min(cap, inverse(v))
     lo, hi = 0.0, cap
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if float(job.utility(mid)) > tail * u0:
+        if float(job.utility(mid)) > v:
             lo = mid
         else:
             hi = mid

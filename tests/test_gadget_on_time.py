@@ -91,3 +91,20 @@ def test_the_rule_compares_with_the_job_alone_from_now_and_drops_jobs_with_nothi
     g._ensure(n, [dead])
     assert late(14_000.0, dead)
     assert not Gadget(on_time_share=0.0)._too_late(js, Plan([(33, 47, (0,) * 8)], 1e9, 1.0, 0.0), n)
+
+
+def test_a_job_with_nothing_left_to_earn_is_not_searched_for():
+    """Its plan could only be refused, so its offer skips the search (speed: under overload such
+    jobs are re-offered every few slots). Mutant caught: the early return in ``offer`` removed."""
+    c = parse_spec("1x8")
+    g = Gadget()
+    n = nodes(c, now=10_000.0)
+    dead = JobState(rigid("d", 0.0, 8, 4_000.0, c, sigmoid(1.0, 2_000.0)), 0, 4_000.0)
+    alive = JobState(rigid("a", 9_000.0, 8, 4_000.0, c, sigmoid(1.0, 9_000.0)), 1, 4_000.0)
+    g._ensure(n, [dead, alive])
+    calls = []
+    search = g.planner.search
+    g.planner.search = lambda *a, **kw: calls.append(a[0].job_id) or search(*a, **kw)
+    assert g.offer(dead, n, 33) is None and calls == []
+    assert g.offer(alive, n, 33) is not None and calls == ["a"]
+    assert g.offer(dead, n, 33, must=True) is not None  # (taken at any payoff: searched)

@@ -6,6 +6,7 @@ commitment is touched (``CommitmentBook.commit_early_runs`` may commit a lent ru
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,6 +119,7 @@ class Lender:
         self.book = book
         self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
         self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
+        self.lent_base: dict[str, tuple] = {}  # a job without a plan grown on lent GPUs: its placement before
 
     def clear_speeds(self) -> None:
         self._alone.clear()
@@ -152,6 +154,15 @@ class Lender:
         plans = self.book.plans
         return [js for js in idle if js.job_id in out and js.job_id not in plans
                 and len(out[js.job_id]) < js.job.max_workers]
+
+    def _base_of(self, jid: str, prev: tuple) -> tuple:
+        """The placement a lent job keeps in the lending phase: its base when it was grown on top
+        of it (and still runs there), else where it runs."""
+        base = self.lent_base.get(jid)
+        if base is None or len(base) >= len(prev) or Counter(base) - Counter(prev):
+            self.lent_base.pop(jid, None)
+            return prev
+        return base
 
     def _order(self, idle, nodes) -> np.ndarray:
         """Idle jobs by remaining time alone at their widest size, then arrival, then index;
@@ -204,13 +215,17 @@ class Lender:
                 continue
             if prev:
                 # where it runs on lent GPUs now, it stays while they are idle in this slot: a
-                # commitment due later takes them back then, and moving earlier gains nothing
-                _, _, multi, pairs = sparse(prev)
+                # commitment due later takes them back then, and moving earlier gains nothing.
+                # A grown ring keeps only its base here: the GPUs it grew on go to waiting jobs
+                # first, and the top-up phase gives back what they leave idle
+                keep = self._base_of(js.job_id, prev)
+                _, _, multi, pairs = sparse(keep)
                 if cap.fits_now(pairs, multi):
-                    out[js.job_id] = prev
+                    out[js.job_id] = keep
                     free_total += cap.take_now(pairs, multi)
-                    now_total -= len(prev)
+                    now_total -= len(keep)
                     continue
+            self.lent_base.pop(js.job_id, None)
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
             w = min(js.job.max_workers, max(max(cap.free), js.job.min_workers))
@@ -271,6 +286,8 @@ class Lender:
                 _, counts, extra, new_srv = best
                 out[jid] = counts_to_placement(counts)
                 cap.take_extra(extra, new_srv)
+                if jid not in self.book.plans:
+                    self.lent_base[jid] = base
 
     def _best_top_up(self, js, base: tuple, own: np.ndarray, base_multi: bool, nodes, cap: IdleCapacity):
         """(gain, counts, extra, new NIC servers) of the best top-up of a planned job, or None."""

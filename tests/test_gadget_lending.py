@@ -248,3 +248,30 @@ def test_a_job_without_a_plan_grows_on_lent_gpus_when_others_free_up():
     slow = Gadget()  # where a restart cannot pay (the world's 10,000 s), it stays as it is
     slow._ensure(n0, [a])
     assert slow.optimize([a], nodes(c, 10_300.0, restart_s=10_000.0), {"j0": (0,)})["j0"] == (0,)
+
+
+def test_a_grown_lent_ring_gives_its_extra_gpus_to_waiting_jobs_first():
+    """A job without a plan grown on lent GPUs keeps only its base in the lending phase: the
+    GPUs it grew on go to jobs still waiting, and the top-up phase gives it back what they
+    leave. Before, the grown ring kept all of them while a newcomer waited (Philly, the first
+    20,000 jobs on 64x8: mean JCT 6.90 h against 6.19 h with the rule).
+    Mutant caught: ``_base_of`` returning where the job runs (the grown ring)."""
+    c = parse_spec("1x8")
+    dead = SigmoidUtility(1.0, 600.0, float(np.log(49.0)) / 600.0)  # nothing left to earn: never planned
+
+    def lent_job(i, arrival, gpus, seconds):
+        j = Job(f"j{i}", arrival, "resnet50", 64, job(i, arrival, gpus, seconds, c).work_samples, 1, gpus, dead)
+        return JobState(j, i, seconds)
+
+    a = lent_job(0, 0.0, 8, 2_000)  # the shorter: first in the lending order
+    other = JobState(job(1, 0.0, 7, 3600, c), 1, 3600.0)
+    n0 = nodes(c, 10_000.0)
+    g = Gadget(restart_s=30.0)
+    g._ensure(n0, [a, other])
+    g.book.commit("j1", Plan([(33, 45, (0,) * 7)], 13_500.0, 1.0, 0.1))
+    out = g.optimize([a, other], n0, {})
+    out = g.optimize([a], nodes(c, 10_300.0), {"j0": out["j0"]})
+    assert out["j0"] == (0,) * 8  # grown on the GPUs j1 left
+    b = lent_job(2, 10_500.0, 4, 20_000)  # a newcomer, longer: after j0 in the order
+    out2 = g.optimize([a, b], nodes(c, 10_600.0), {"j0": out["j0"]})
+    assert len(out2.get("j2", ())) == 4 and len(out2["j0"]) == 4  # j0 keeps its base and what j2 left

@@ -73,6 +73,7 @@ class Gadget(Policy):
         self.usage = GpuTimeSplit()
         self.overdue: set[str] = set()  # jobs past the rho guard at this decision (objective_terms.overdue)
         self.displaced: list[tuple[str, str]] = []  # (displaced job, the job it made room for) at this decision
+        self._on_time: tuple = (None, None)  # the last ``on_time_by``: (job, time, progress), its value
 
     @property
     def plans(self) -> dict[str, Plan]:
@@ -275,11 +276,14 @@ class Gadget(Policy):
         share = self.p.on_time_share
         if share == 0 or self.p.admission != "deferred":
             return math.inf
+        key = (js.job_id, nodes.now_s, js.done_samples)  # (an offer asks, then its plan is checked)
+        if self._on_time[0] == key:
+            return self._on_time[1]
         u, a = js.job.utility, js.job.arrival_s
         alone = float(u(nodes.now_s + self.fastest_alone_s(js, nodes) - a))
-        if alone < self.p.tail_utility * float(u.max_value):
-            return None
-        return a + jct_at_value_s(js.job, share * alone)
+        by = None if alone < self.p.tail_utility * float(u.max_value) else a + jct_at_value_s(js.job, share * alone)
+        self._on_time = (key, by)
+        return by
 
     def _planned_placements(self, active: dict, nodes: Nodes, slot: int, previous_allocations) -> tuple[dict, list]:
         """Every started plan's placement for this slot (with ``stay_put``, moved to where its job

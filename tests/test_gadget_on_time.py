@@ -108,3 +108,41 @@ def test_a_job_with_nothing_left_to_earn_is_not_searched_for():
     assert g.offer(dead, n, 33) is None and calls == []
     assert g.offer(alive, n, 33) is not None and calls == ["a"]
     assert g.offer(dead, n, 33, must=True) is not None  # (taken at any payoff: searched)
+
+
+def test_a_job_refused_as_too_late_waits_its_back_off_whatever_is_released():
+    """A refused job's best plan still pays, so the payoff bounds cannot skip its search; were a
+    release (a plan ending early: nearly every slot under load) to make it due, it would be
+    searched for every slot and refused every time (Gavel trace 6214e9: 44,891 of 45,192 paying
+    plans refused). Its wait doubles with each refusal in a row, up to ``late_backoff``.
+    Mutants caught: a release makes it due again; the wait not doubled; the cap not applied."""
+    c = parse_spec("1x8")
+    g = Gadget(retry_every=3, late_backoff=2)
+    g._ensure(nodes(c, now=0.0), [JobState(rigid("j", 0.0, 8, 4_000.0, c, sigmoid(1.0, 9_000.0)), 0, 4_000.0)])
+    g.last_try["j"], g.tried_epoch["j"], g.late["j"] = 10, g.book.epoch, 1
+    g.book.epoch += 1  # (a release since its offer)
+    assert [g._retry_due("j", s) for s in (11, 15, 16)] == [False, False, True]  # 3 x 2 slots
+    g.late["j"] = 5
+    assert not g._retry_due("j", 21) and g._retry_due("j", 22)  # at most 3 x 2^2
+    g.misses.pop("j", None)
+    g.late.pop("j")
+    assert g._retry_due("j", 11)  # (not refused as late: a release makes it due at once)
+
+
+def test_late_refusals_back_off_and_every_job_still_completes():
+    """Under overload (synthetic, load 3, 2x8) the back-off cuts the offers of jobs refused as too
+    late, and every job still completes (they run on lent GPUs meanwhile). Mutant caught: the
+    refusal not counted (``late`` never set): the offers are as many as without back-off."""
+    from ringsched.cli.workload import load_workload
+
+    wl = load_workload("synthetic:150,load=3", "2x8", vc=None, window=None, limit=None, seed=2, rigid=False)
+    offers = {}
+    for k in (0, 4):
+        pol = Gadget(late_backoff=k)
+        calls = []
+        search = pol.planner.search
+        pol.planner.search = lambda *a, **kw: calls.append(1) or search(*a, **kw)
+        r = Simulator(wl.jobs, wl.cluster, pol, SimConfig(seed=2, decide_at_events=False)).run()
+        assert (r.jobs.status == "completed").all()
+        offers[k] = len(calls) + pol.bound_skips
+    assert offers[4] < 0.9 * offers[0], offers  # (838 -> 689)

@@ -397,11 +397,11 @@ def test_retry_backoff_offers_deferred_jobs_less_often():
     counts = {}
     for backoff in (0, 4):
         Counting.searches = 0
-        pol = Counting(retry_backoff=backoff, on_time_share=0.0)  # (offers that fail to pay, not late ones)
+        pol = Counting(retry_backoff=backoff)
         r = Simulator(wl.jobs, wl.cluster, pol, SimConfig(seed=2, decide_at_events=False)).run()
         assert set(r.jobs.status) <= {"completed", "waiting", "rejected"}
         counts[backoff] = Counting.searches + pol.bound_skips  # offers: searched or ruled out by the bound
-    assert counts[4] < 0.9 * counts[0], counts
+    assert counts[4] < 0.9 * counts[0], counts  # (752 -> 632 offers with the dead-last lending order)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

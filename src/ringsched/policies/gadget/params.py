@@ -51,9 +51,6 @@ class GadgetParams:
     # what it could still earn running alone from now (0.5), and not once that is below
     # tail_utility of its maximum; 0: any paying plan (Gadget._too_late)
     on_time_share: float = 0.5
-    # a job refused as too late is offered again only after retry_every x 2^k slots (k: its
-    # refusals in a row, at most late_backoff), whatever was released meanwhile (Gadget._retry_due)
-    late_backoff: int = 4
     displace: int = 4  # failed offers per decision that may take a longer job's near GPUs (displace.py)
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
@@ -115,7 +112,7 @@ class GadgetParams:
         for name in ("max_steps", "retry_every", "max_plans_per_slot", "lend_lookahead"):
             v = getattr(self, name)
             need(v >= 1, f"{name} must be at least 1, got {v}")
-        for name in ("retry_backoff", "late_backoff", "pack_within", "displace"):
+        for name in ("retry_backoff", "pack_within", "displace"):
             v = getattr(self, name)
             need(v >= 0, f"{name} must be at least 0, got {v}")
         need(0 <= self.on_time_share < 1, f"on_time_share must lie in [0, 1), got {self.on_time_share}")

@@ -66,7 +66,6 @@ class Gadget(Policy):
         self.last_try: dict[str, int] = {}
         self.tried_epoch: dict[str, int] = {}
         self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
-        self.late: dict[str, int] = {}  # offers refused as too late in a row (their own back-off)
         self.horizon: dict[str, tuple[float, float]] = {}  # (utility horizon s, samples/s alone)
         self._speed_version = 0
         self.bound_skips = 0
@@ -199,7 +198,6 @@ class Gadget(Policy):
         for jid in told - set(planned):  # deferred: its payoff changed, so no back-off
             self.last_try.pop(jid, None)
             self.misses.pop(jid, None)
-            self.late.pop(jid, None)
         return set(planned)
 
     def stats(self) -> dict[str, float]:
@@ -241,11 +239,9 @@ class Gadget(Policy):
             plan = self.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must, quick=quick.get(jid))
             if plan is not None and not must and self._too_late(js, plan, nodes):
                 plan = None  # (admission on time: a later plan would hold slots that later arrivals need)
-                self.late[jid] = self.late.get(jid, 0) + 1  # (its back-off: ``_retry_due``)
             if plan is not None and (plan.payoff > 0 or must):
                 self.book.commit(jid, plan)
                 self.misses.pop(jid, None)
-                self.late.pop(jid, None)
                 continue
             if swaps > 0:
                 swaps -= 1
@@ -311,15 +307,8 @@ class Gadget(Policy):
 
     def _retry_due(self, jid: str, slot: int) -> bool:
         """Whether a deferred job is offered again now: every retry_every slots (doubled after each
-        failed offer, up to 2^retry_backoff times), and at most once a slot after a release. A job
-        refused as too late (``_too_late``) waits retry_every x 2^k slots after k refusals in a
-        row (at most 2^late_backoff), releases or not: its plans still pay, so the payoff bounds
-        cannot skip its search, and under load a plan ends early nearly every slot (Gavel trace
-        6214e9: 44,891 of 45,192 paying plans were refused as late, 2.3x the cell's time)."""
+        failed offer, up to 2^retry_backoff times), and at most once a slot after a release."""
         last = self.last_try[jid]
-        late = self.late.get(jid, 0)
-        if late:
-            return slot - last >= self.p.retry_every << min(late, self.p.late_backoff)
         wait = self.p.retry_every << min(self.misses.get(jid, 0), self.p.retry_backoff)
         return not (slot - last < wait and (self.tried_epoch.get(jid) == self.book.epoch or slot == last))
 

@@ -409,7 +409,9 @@ def test_retry_backoff_offers_deferred_jobs_less_often():
        slot=st.integers(0, 5), stay=st.booleans())
 def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
     """The cheap bound that rules re-offers out must never rule out a plan the search would
-    take: on random ledgers its value is at least the payoff of the plan the search finds."""
+    take: on random ledgers its value is at least the payoff of the plan the search finds, and
+    so is the bound of the plans that finish by the found plan's finish (``bounds_by``).
+    Mutant caught: the on-time mask one second early (``finish <= by_s - 1``)."""
     rng = np.random.default_rng(seed)
     c = parse_spec(f"{S}x8")
     g = policy()
@@ -432,10 +434,15 @@ def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
             tol = 1e-9 * max(1.0, abs(plan.payoff))
             assert bound >= plan.payoff - tol
             assert quick >= plan.payoff - tol
+            # (the bound of the plans that finish by a time: the plan found finishes by its own finish)
+            on_time = g.bounds.bounds_by(j, remaining, n, win, plan.finish_s)[1].max(initial=-np.inf)
+            assert on_time >= plan.payoff - tol
 
 
 def test_payoff_bound_leaves_decisions_unchanged():
-    """Skipping the searches the bound rules out changes no decision: same results, fewer searches."""
+    """Skipping the searches the bound rules out changes no decision: same results, fewer searches.
+    At load 3 most re-offers are skipped because no paying plan is on time (``bounds_by``).
+    Mutant caught: that skip with a limit one slot earlier than ``on_time_by``."""
     from ringsched.cli.workload import load_workload
 
     wl = load_workload("synthetic:200,load=3", "2x8", vc=None, window=None, limit=None, seed=1, rigid=False)

@@ -69,25 +69,32 @@ class PayoffBounds:
                 out[i] = float(np.max(pay))  # (-inf where no plan fits: cost inf)
         return out
 
-    def window_if_it_can_pay(self, job: Job, remaining: float, nodes, slot: int,
-                             end_s: float, quick: float | None = None) -> tuple[PriceWindow, dict] | None:
+    def window_if_it_can_pay(self, job: Job, remaining: float, nodes, slot: int, end_s: float,
+                             quick: float | None = None, by_s: float = np.inf) -> tuple[PriceWindow, dict] | None:
         """The price window for a search with the bound of each worker count, or None when an
         upper bound on the payoff says that no plan pays (the cheap ``quick_bound`` first,
-        unless given, then ``payoff_bounds``)."""
+        unless given, then ``payoff_bounds``), or that none that finishes by ``by_s`` pays (a
+        relaxed plan finishes no later than the plan it matches: none of those is left out)."""
         tiny = 1e-9 * float(job.utility.max_value)  # (the margin covers rounding in the running sums)
         if quick is None:
             quick = self.quick_bound(job, remaining, nodes, slot, end_s)
         if quick < -tiny:
             return None
         win = self.search.window(nodes, slot, end_s)
-        bounds = self.payoff_bounds(job, remaining, nodes, win)
-        if not bounds.size or bounds.max() <= -tiny:
+        bounds, on_time = self.bounds_by(job, remaining, nodes, win, by_s)
+        if not bounds.size or bounds.max() <= -tiny or on_time.max() <= -tiny:
             return None
         return win, dict(zip(job_menu(job, nodes.cluster.total_gpus), (bounds + tiny).tolist()))
 
     def payoff_bounds(self, job: Job, remaining: float, nodes, win: PriceWindow) -> np.ndarray:
         """Per worker count of the job's menu, an upper bound on the payoff of the search's plans
-        with that count in ``win``.
+        with that count in ``win`` (``bounds_by``)."""
+        return self.bounds_by(job, remaining, nodes, win, np.inf)[0]
+
+    def bounds_by(self, job: Job, remaining: float, nodes, win: PriceWindow,
+                  by_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per worker count of the job's menu, upper bounds on the payoff of the search's plans
+        with that count in ``win``: of all of them, and of those that finish by ``by_s``.
 
         It relaxes the search: each step's cost is that of the w cheapest free GPUs anywhere
         (no ring, no NIC price; every embedding the search can pick costs at least that) and its
@@ -96,20 +103,20 @@ class PayoffBounds:
         The search skips worker counts whose bound cannot beat its best plan."""
         menu = job_menu(job, nodes.cluster.total_gpus)
         if not menu:
-            return np.zeros(0)
+            return np.zeros(0), np.zeros(0)
         w = np.array(menu)
         rates = np.array([self.search.max_rate(nodes, job, x) for x in menu]) * win.step_len_s
         total = win.free.sum(axis=0)
 
         def value(cost):
             return uniform_row_payoffs(cost, rates, remaining, float(win.starts_s[0]), win.step_len_s,
-                                       job.utility, job.arrival_s)
+                                       job.utility, job.arrival_s, by_s)
 
         # first the looser bound (every GPU at the step's lowest price): no sort when it decides
         low = np.where(win.free > 0, win.gp, np.inf).min(axis=0)
         fits = total[None, :] >= w[:, None]
         top = value(np.where(fits, w[:, None] * low[None, :], np.inf))
-        if top.max() <= 0 or menu == [1]:  # (for one worker both bounds are the same)
+        if top[1].max() <= 0 or menu == [1]:  # (for one worker both bounds are the same)
             return top
         order = np.argsort(win.gp, axis=0, kind="stable")  # (servers, steps): cheapest first
         fs = np.take_along_axis(win.free, order, axis=0)

@@ -149,9 +149,14 @@ def uniform_plans(cost: np.ndarray, progress: np.ndarray, remaining: np.ndarray,
                                  np.asarray(remaining, dtype=float), float(now_s), np.asarray(step_len_s, dtype=float))
 
 
-def uniform_row_payoffs(cost: np.ndarray, progress: np.ndarray, remaining: float, now_s: float,
-                        step_len_s: float, utility, arrival_s: float) -> np.ndarray:
-    """The best payoff of each row's ``uniform_plans`` for one job (-inf where none fits)."""
+def uniform_row_payoffs(cost: np.ndarray, progress: np.ndarray, remaining: float, now_s: float, step_len_s: float,
+                        utility, arrival_s: float, by_s: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """The best payoff of each row's ``uniform_plans`` for one job (-inf where none fits): of
+    all of them, and of those that finish by ``by_s`` (the same array when ``by_s`` is inf)."""
     m = cost.shape[0]
     finish, c = uniform_plans(cost, progress, np.full(m, remaining), now_s, np.full(m, step_len_s))
-    return (np.asarray(utility(finish - arrival_s), dtype=float) - c).max(axis=1)
+    pay = np.asarray(utility(finish - arrival_s), dtype=float) - c
+    best = pay.max(axis=1)
+    if by_s == np.inf:
+        return best, best
+    return best, np.where(finish <= by_s, pay, -np.inf).max(axis=1)

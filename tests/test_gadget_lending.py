@@ -275,3 +275,32 @@ def test_a_grown_lent_ring_gives_its_extra_gpus_to_waiting_jobs_first():
     b = lent_job(2, 10_500.0, 4, 20_000)  # a newcomer, longer: after j0 in the order
     out2 = g.optimize([a, b], nodes(c, 10_600.0), {"j0": out["j0"]})
     assert len(out2.get("j2", ())) == 4 and len(out2["j0"]) == 4  # j0 keeps its base and what j2 left
+
+
+def test_an_adaptive_batch_job_is_not_topped_up_onto_a_ring_that_runs_it_slower():
+    """Top-ups (and type upgrades) weigh a ring at what the world credits: an adaptive-batch
+    job's goodput at the batch it picks there. BERT asked on 8 T4s, planned on one 4-GPU
+    server of 2x4: across both servers its goodput is 39.5 samples/s against 51.6 on one,
+    though its throughput at its own batch is higher there. Mutant caught: ``ring_rate`` at the
+    throughput of the job's own batch (it is topped up to both servers and ends 25% later)."""
+    from ringsched.perfmodel.speed import SpeedModel
+    from ringsched.simulator import SimConfig, Simulator
+    from ringsched.utility.defaults import jct_utility
+
+    c = parse_spec("2x4,gpu=t4")
+    speed = SpeedModel(c)
+    j = Job("b", 0.0, "bert_base", 48, 182_799.0, 1, 8, jct_utility(1800.0, 8), requested_gpus=8, adaptive_batch=True)
+    one, two = (0,) * 4, (0,) * 4 + (1,) * 4
+    assert speed.progress_sps(j, 0.0, two) < 0.8 * speed.progress_sps(j, 0.0, one)
+    assert speed.throughput_sps("bert_base", 48, speed.shape(two)) > speed.throughput_sps("bert_base", 48, speed.shape(one))
+    seen = []
+
+    class Watching(Gadget):
+        def optimize(self, jobs, nodes, previous_allocations):
+            out = super().optimize(jobs, nodes, previous_allocations)
+            seen.extend(len(out[js.job_id]) for js in jobs if js.job_id in out)
+            return out
+
+    r = Simulator([j], c, Watching(), SimConfig(seed=0)).run()
+    assert seen and max(seen) == 4
+    assert float(r.jobs.jct_s.iloc[0]) < 1.05 * 182_799.0 / speed.progress_sps(j, 0.0, one)

@@ -299,7 +299,7 @@ class Lender:
         speed = nodes.speed
 
         def rate(counts):  # (on the placement's GPU type)
-            return ring_rate(speed, js.job, counts_to_placement(counts))
+            return ring_rate(speed, js, counts_to_placement(counts), now)
 
         avail = same_type_only(np.minimum(cap.free, cap.now_free), *self.views(nodes.cluster), base)  # a ring runs on one type
         room = int(avail.sum())

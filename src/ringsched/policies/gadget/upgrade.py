@@ -39,9 +39,8 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
         if by_id is None:
             by_id = {js.job_id: js for js in jobs}
         js = by_id[jid]
-        job = js.job
-        r0 = ring_rate(speed, job, pl)
-        if moved and ring_rate(speed, job, prev) > r0:
+        r0 = ring_rate(speed, js, pl, nodes.now_s)
+        if moved and ring_rate(speed, js, prev, nodes.now_s) > r0:
             _take(book, cap, prev)  # upgraded before: it stays while the faster GPUs are idle
             out[jid] = prev
             idle, room = _idle(cap, views)
@@ -54,7 +53,7 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
             cand = consolidated(w, np.where(v.mask, idle, 0))
             if cand is None or (len(set(cand)) > 1 and not _fits(book, cap, cand, False)):
                 continue
-            gain = lend_gain(r0, ring_rate(speed, job, cand), rem, restart, window)
+            gain = lend_gain(r0, ring_rate(speed, js, cand, nodes.now_s), rem, restart, window)
             if gain >= lender.p.top_up_gain and (best is None or gain > best[0]):
                 best = (gain, cand)
         if best is not None:

@@ -32,16 +32,17 @@ def wide_jct(**options) -> float:
 
 def test_a_wide_job_with_nothing_left_to_earn_is_not_starved_by_jobs_on_lent_gpus():
     """Without the reservation the wide job waits for the whole stream (its 8 GPUs are never
-    idle at once); with it, it runs at once. Mutant caught: the reservation off (its plan never
-    made), or made for jobs that still run (the wide job runs on no GPU: never)."""
+    idle at once); with it, it is planned once it has waited its own time alone (30 min). Mutant
+    caught: the reservation off (its plan never made)."""
     assert wide_jct(reserve_wide=False) > 15_000.0
-    assert wide_jct() < 3_000.0
+    assert wide_jct() < 10_000.0  # (7,200 s against 22,950 s)
 
 
 def test_one_reservation_at_a_time_for_the_first_wide_waiting_job():
     """Of two wide dead jobs only the first (by arrival) is planned; a dead 1-GPU job (lent as
-    soon as one GPU is idle) and a job that runs are never reserved for. Mutants caught: every
-    candidate reserved at once; the width test left out; running jobs not skipped."""
+    soon as one GPU is idle), a job that runs and one that has waited less than its time alone
+    are never reserved for. Mutants caught: every candidate reserved at once; the width test
+    left out; running jobs not skipped; the wait left out."""
     c = parse_spec("2x8")
     dead = sigmoid(1.0, 10.0)
     first = JobState(rigid("first", 5.0, 8, 1_800.0, c, dead), 0, 1_800.0)
@@ -58,6 +59,14 @@ def test_one_reservation_at_a_time_for_the_first_wide_waiting_job():
     fresh = Gadget(L=1.0, U=100.0)
     fresh._ensure(n, jobs)
     assert fresh._reservation([narrow, running, second], n, 66, {"running": (8,) * 8}) == {"second"}
+    fresh = JobState(rigid("fresh", 19_000.0, 8, 1_800.0, c, dead), 4, 1_800.0)  # (waited 1,000 s of its 1,800)
+    assert fresh_policy(n, [fresh])._reservation([fresh], n, 66, {}) == set()
     off = Gadget(L=1.0, U=100.0, reserve_wide=False)
     off._ensure(n, jobs)
     assert off._reservation(jobs, n, 66, {}) == set()
+
+
+def fresh_policy(n, jobs):
+    g = Gadget(L=1.0, U=100.0)
+    g._ensure(n, jobs)
+    return g

@@ -51,9 +51,9 @@ class GadgetParams:
     # what it could still earn running alone from now (0.5), and not once that is below
     # tail_utility of its maximum; 0: any paying plan (Gadget._too_late)
     on_time_share: float = 0.5
-    # deferred admission: the first job with nothing left to earn that needs more than one GPU
-    # and neither runs nor has a plan is planned at any payoff, one at a time (a reservation
-    # against starvation behind jobs on lent GPUs: Gadget._reservation)
+    # deferred admission: the first job with nothing left to earn that needs more than one GPU,
+    # neither runs nor has a plan and has waited its time alone is planned at any payoff, one
+    # at a time (a reservation against starvation behind jobs on lent GPUs: Gadget._reservation)
     reserve_wide: bool = True
     displace: int = 4  # failed offers per decision that may take a longer job's near GPUs (displace.py)
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots

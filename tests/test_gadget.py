@@ -280,7 +280,10 @@ class Watched(Gadget):
         for jid, plan in self.plans.items():
             if jid in before and (before[jid][4] is plan or before[jid][1:4] == (plan.last_slot, plan.finish_s, plan.payoff)):
                 continue  # (the same plan, or the same committed again after a swap was undone)
-            must = jid in behind | displaced or (self.p.admission == "strict" and active[jid].first_start_s is not None)
+            # (planned at any payoff: behind its plan, displaced, started under strict admission,
+            # or the one job of the reservation against starvation, ``Gadget._reservation``)
+            must = jid in behind | displaced or (self.p.admission == "strict" and active[jid].first_start_s is not None) \
+                or jid == self.reserved[0]
             assert must or plan.payoff > 0, f"{jid} admitted at payoff {plan.payoff}"
         self._check_ledger(slot)
         for jid, plan in self.plans.items():
@@ -309,6 +312,8 @@ class Watched(Gadget):
        bound_first=st.booleans())
 # a chain of swaps in one decision: j12 displaced j13, then was displaced in turn (found by a clean clone's run)
 @example(n=19, seed=0, spec="2x4", admission="deferred", restart_s=0.0, mtbf_h=None, spread_s=20_000.0, bound_first=False)
+# the reservation against starvation plans its job at any payoff (found by a clean clone's run)
+@example(n=20, seed=40, spec="2x4", admission="deferred", restart_s=30.0, mtbf_h=None, spread_s=1_000.0, bound_first=False)
 def test_committed_plans_survive_every_decision_and_admissions_pay(n, seed, spec, admission, restart_s, mtbf_h,
                                                                    spread_s, bound_first):
     c = parse_spec(spec)

@@ -43,8 +43,8 @@ SLOW_TESTS = (
     "test_cli_model.py::test_fidelity_on_a_synthetic_profile_folder",
     "test_cli_model.py::test_no_traceback_in_a_real_process",
     "test_baselines.py::test_every_policy_on_a_random_workload[gadget]",
-    "test_gadget.py::test_payoff_bound_is_never_below_the_search",
-    "test_gadget.py::test_payoff_bound_leaves_decisions_unchanged",
+    "test_gadget_bounds.py::test_payoff_bound_is_never_below_the_search",
+    "test_gadget_bounds.py::test_payoff_bound_leaves_decisions_unchanged",
     "test_gadget_kernels.py::test_uniform_plans_equal_the_numpy_reference",
     "test_gadget_kernels.py::test_contiguous_plans_equal_the_numpy_reference",
     # cross-validated fits on ../shared's measured profiles (skipped without it): 7-23 s each at a

@@ -56,17 +56,14 @@ def test_one_reservation_at_a_time_for_the_first_wide_waiting_job():
     assert "first" in g.plans and "second" not in g.plans and "narrow" not in g.plans
     assert "running" not in g.plans
     assert g._reservation(jobs, n, 67, {"running": (8,) * 8}) == set()  # (the first one's plan stands)
-    fresh = Gadget(L=1.0, U=100.0)
-    fresh._ensure(n, jobs)
-    assert fresh._reservation([narrow, running, second], n, 66, {"running": (8,) * 8}) == {"second"}
+    assert fresh_policy(n, jobs)._reservation([narrow, running, second], n, 66, {"running": (8,) * 8}) == {"second"}
     fresh = JobState(rigid("fresh", 19_000.0, 8, 1_800.0, c, dead), 4, 1_800.0)  # (waited 1,000 s of its 1,800)
     assert fresh_policy(n, [fresh])._reservation([fresh], n, 66, {}) == set()
-    off = Gadget(L=1.0, U=100.0, reserve_wide=False)
-    off._ensure(n, jobs)
-    assert off._reservation(jobs, n, 66, {}) == set()
+    assert fresh_policy(n, jobs, reserve_wide=False)._reservation(jobs, n, 66, {}) == set()
 
 
-def fresh_policy(n, jobs):
-    g = Gadget(L=1.0, U=100.0)
+def fresh_policy(n, jobs, **options):
+    """GADGET at the test's prices, prepared for ``jobs``, with no decision made yet."""
+    g = Gadget(L=1.0, U=100.0, **options)
     g._ensure(n, jobs)
     return g

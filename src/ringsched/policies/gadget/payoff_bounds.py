@@ -73,7 +73,7 @@ class PayoffBounds:
                              quick: float | None = None, by_s: float = np.inf) -> tuple[PriceWindow, dict] | None:
         """The price window for a search with the bound of each worker count, or None when an
         upper bound on the payoff says that no plan pays (the cheap ``quick_bound`` first,
-        unless given, then ``payoff_bounds``), or that none that finishes by ``by_s`` pays (a
+        unless given, then ``bounds_by``), or that none that finishes by ``by_s`` pays (a
         relaxed plan finishes no later than the plan it matches: none of those is left out)."""
         tiny = 1e-9 * float(job.utility.max_value)  # (the margin covers rounding in the running sums)
         if quick is None:

@@ -205,12 +205,12 @@ class Gadget(Policy):
         if held is not None and slot == tried and held not in previous_allocations and \
                 any(js.job_id == held for js in jobs):
             return set()  # (its last search found no plan)
-        for js in sorted(jobs, key=queue_key):
-            jid = js.job_id
-            if js.job.min_workers > 1 and jid not in plans and jid not in previous_allocations and \
-                    nodes.now_s - js.job.arrival_s >= self.alone_s(js, nodes) and self.on_time_by(js, nodes) is None:
-                self.reserved = (jid, slot)
-                return {jid}
+        waited = [js for js in jobs if js.job.min_workers > 1 and js.job_id not in plans
+                  and js.job_id not in previous_allocations and nodes.now_s - js.job.arrival_s >= self.alone_s(js, nodes)]
+        for js in sorted(waited, key=queue_key):  # (the costlier test last, in queue order)
+            if self.on_time_by(js, nodes) is None:
+                self.reserved = (js.job_id, slot)
+                return {js.job_id}
         return set()
 
     def on_reestimate(self, job_id: str) -> None:
@@ -354,13 +354,14 @@ class Gadget(Policy):
         re-offers end in that refusal, and their plans still pay, so the first bound cannot skip
         them (Alibaba trace, seed 0: the cell's time 106 s -> 40 s, the same decisions)."""
         remaining = planned_remaining(js, nodes.now_s, self.p.stop_converged)
-        if not must and self.on_time_by(js, nodes) is None:
+        by = math.inf if must else self.on_time_by(js, nodes)
+        if by is None:
             return None  # (nothing left to earn: no plan may admit it, ``_too_late``)
         end_s = self._horizon_end(js, nodes)
         win = bounds = None
         if not must and self.p.bound_first:
-            by = self.on_time_by(js, nodes) if on_time else math.inf  # (a plan found after it is refused)
-            found = self.bounds.window_if_it_can_pay(js.job, remaining, nodes, slot, end_s, quick, by)
+            found = self.bounds.window_if_it_can_pay(js.job, remaining, nodes, slot, end_s, quick,
+                                                     by if on_time else math.inf)  # (a plan found after it is refused)
             if found is None:
                 self.bound_skips += 1
                 return None

@@ -38,7 +38,7 @@ def test_payoff_bound_is_never_below_the_search(seed, S, policy, slot, stay):
         if stay:
             current = tuple(sorted(rng.integers(0, S, size=min(j.max_workers, 8 * S)).tolist()))
         win = g.planner.window(n, slot, 40 * 3600.0)
-        bound = g.bounds.payoff_bounds(j, remaining, n, win).max(initial=-np.inf)
+        bound = g.bounds.bounds_by(j, remaining, n, win, np.inf)[0].max(initial=-np.inf)
         quick = g.bounds.quick_bound(j, remaining, n, slot, 40 * 3600.0)
         plan = g.search(j, remaining, n, slot, horizon_end_s=40 * 3600.0, current=current, ran_before=stay)
         if plan is not None:

@@ -86,11 +86,6 @@ class PayoffBounds:
             return None
         return win, dict(zip(job_menu(job, nodes.cluster.total_gpus), (bounds + tiny).tolist()))
 
-    def payoff_bounds(self, job: Job, remaining: float, nodes, win: PriceWindow) -> np.ndarray:
-        """Per worker count of the job's menu, an upper bound on the payoff of the search's plans
-        with that count in ``win`` (``bounds_by``)."""
-        return self.bounds_by(job, remaining, nodes, win, np.inf)[0]
-
     def bounds_by(self, job: Job, remaining: float, nodes, win: PriceWindow,
                   by_s: float) -> tuple[np.ndarray, np.ndarray]:
         """Per worker count of the job's menu, upper bounds on the payoff of the search's plans

@@ -165,7 +165,7 @@ class PlanSearch:
         step until done (``plan.contiguous_payoffs``, then ``plan.choose``) on one GPU type, and
         on several types every plan that changes type once (``type_switch``); ``current`` is where
         the job runs now (kept while it fits: no restart), ``ran_before`` charges a restart.
-        ``w_bounds`` (upper bounds on the payoff per worker count, ``payoff_bounds``) asks only
+        ``w_bounds`` (upper bounds on the payoff per worker count, ``PayoffBounds.bounds_by``) asks only
         for a plan that pays: counts whose bound is negative, or below the best plan found so
         far, are skipped, and None may come back where every plan has a payoff of at most 0.
         ``earliest``: the plan that finishes first whatever its payoff, started at once (an

@@ -286,7 +286,9 @@ class Watched(Gadget):
                 or jid == self.reserved[0]
             assert must or plan.payoff > 0, f"{jid} admitted at payoff {plan.payoff}"
         self._check_ledger(slot)
-        for jid, plan in self.plans.items():
+        for jid, plan in self.plans.items():  # the lane (``lane_gpus``): no plan takes the last GPUs of the cluster
+            most = self.p.most_workers(active[jid].job, nodes.cluster.total_gpus)
+            assert max(len(p) for _, _, p in plan.segments) <= most, f"plan of {jid} takes the lane"
             pl = plan.at(slot)
             if pl:
                 got = Counter(out.get(jid, ()))

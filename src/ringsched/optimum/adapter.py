@@ -6,8 +6,8 @@ slot as a function of the JCT) and a speed model that gives every configuration 
 g_j(c) per slot (``DiscreteSpeed``: progress depends on the ring's shape (w, k, d) only, as the
 generator's performance model does), and offers each job at its arrival slot to
 ``Gadget.admit`` in its theorem configuration (``theorem_params``): strict admission, the
-exact subroutine with one slot per step, no lending, late starts, packing or moves of a
-reservation to where a job runs (``stay_put``), the instance's per-server worker cap, NIC
+exact subroutine with one slot per step, no lending, late starts, packing, lane or moves of
+a reservation to where a job runs (``stay_put``), the instance's per-server worker cap, NIC
 share and the theorem's L, U and zeta. The committed plans are read back from the policy's
 commitment book as schedules of the instance. The same policy run in the simulated world on
 the same jobs makes the same decisions (tests/test_optimum.py).
@@ -84,7 +84,8 @@ def theorem_params(inst: Instance, params: TheoremParams, subroutine: str = "exa
     return GadgetParams(admission="strict", subroutine=subroutine, L=params.L, U=params.U, zeta=params.zeta_gpu,
                         zeta_nic=params.zeta_nic, nic_share=inst.nic_share, max_per_server=inst.max_per_server,
                         max_steps=inst.slots + 1, tail_utility=1e-12, restart_s=0.0, work_conserving=False,
-                        late_share=0.0, pack_slack=0.0, bound_first=False, stay_put=False, displace=0)
+                        late_share=0.0, pack_slack=0.0, bound_first=False, stay_put=False, displace=0,
+                        lane_gpus=0)
 
 
 @dataclass

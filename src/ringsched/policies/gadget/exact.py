@@ -47,6 +47,7 @@ def _table(search, job, nodes, step_len_s: float):
     if t is None:
         c = nodes.cluster
         Y = configurations(job, c, search.p.max_per_server)
+        Y = Y[Y.sum(axis=1) <= search.p.most_workers(job, c.total_gpus)]  # (the lane, ``lane_gpus``)
         one_type, gpus = same_type_configs(Y, c)  # a ring runs on one GPU type
         views = {v.gpu: v for v in search.views(c)}
         Y, gpus = Y[one_type], [g for g, keep in zip(gpus, one_type) if keep]

@@ -228,7 +228,7 @@ class Lender:
             self.lent_base.pop(js.job_id, None)
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
-            w = min(js.job.max_workers, max(max(cap.free), js.job.min_workers))
+            w = min(self.p.most_workers(js.job, nodes.cluster.total_gpus), max(max(cap.free), js.job.min_workers))
             frees = one_type_free(  # one GPU type per ring, the job's fastest first
                 np.array(cap.free, dtype=np.int64), self.views(nodes.cluster)[0],
                 lambda g: nodes.speed.throughput_sps(js.job.model, js.job.local_bsz, (1, 1, 1, 1), gpu=g))

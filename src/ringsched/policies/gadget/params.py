@@ -85,6 +85,11 @@ class GadgetParams:
     # GPUs of a faster one when that pays for the restarts (policies/gadget/upgrade.py)
     type_switch: bool = True
     type_upgrade: bool = True
+    # GPUs of the cluster that no one elastic job's plan or lent ring takes (the lane): the last
+    # GPU speeds a job by about 1/N, while holding every GPU keeps each arrival waiting for the
+    # job's whole run (docs/theory.md section 9); a job whose fewest workers need them gets them,
+    # and a top-up may use them when it pays for its restarts
+    lane_gpus: int = 1
 
     def __post_init__(self) -> None:
         for problem in self.problems():
@@ -116,7 +121,7 @@ class GadgetParams:
         for name in ("max_steps", "retry_every", "max_plans_per_slot", "lend_lookahead"):
             v = getattr(self, name)
             need(v >= 1, f"{name} must be at least 1, got {v}")
-        for name in ("retry_backoff", "pack_within", "displace"):
+        for name in ("retry_backoff", "pack_within", "displace", "lane_gpus"):
             v = getattr(self, name)
             need(v >= 0, f"{name} must be at least 0, got {v}")
         need(0 <= self.on_time_share < 1, f"on_time_share must lie in [0, 1), got {self.on_time_share}")
@@ -127,6 +132,15 @@ class GadgetParams:
             v = getattr(self, name)
             need(_non_negative(v), f"{name} must be a non-negative number, got {v}")
         return out
+
+    def most_workers(self, job: Job, total_gpus: int) -> int:
+        """The most workers GADGET gives ``job`` on a cluster of ``total_gpus``: its own most, but
+        never the last ``lane_gpus`` of the cluster unless its fewest need them."""
+        return min(job.max_workers, max(total_gpus - self.lane_gpus, job.min_workers))
+
+    def menu(self, job: Job, total_gpus: int) -> list[int]:
+        """The worker counts GADGET plans ``job`` with on a cluster of ``total_gpus``."""
+        return worker_menu(job.min_workers, self.most_workers(job, total_gpus))
 
     def restart_for(self, nodes) -> float:
         """The restart cost a plan expects: the option, else the world's."""
@@ -152,11 +166,6 @@ def worker_menu(lo: int, hi: int) -> list[int]:
             ws.add(p)
         p *= 2
     return sorted(ws)
-
-
-def job_menu(job: Job, limit: int) -> list[int]:
-    """The menu of ``job`` on a cluster of ``limit`` GPUs."""
-    return worker_menu(job.min_workers, min(job.max_workers, limit))
 
 
 def utility_horizon_s(job: Job, tail: float) -> float:

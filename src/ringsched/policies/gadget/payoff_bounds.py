@@ -8,7 +8,6 @@ import numpy as np
 
 from ringsched.job import Job
 from ringsched.policies.gadget import kernels
-from ringsched.policies.gadget.params import job_menu
 from ringsched.policies.gadget.plan import uniform_plans, uniform_row_payoffs
 from ringsched.policies.gadget.search import PlanSearch, PriceWindow
 
@@ -41,7 +40,7 @@ class PayoffBounds:
         rows, B, steps = [], np.ones(J, dtype=np.int64), np.zeros(J, dtype=np.int64)
         for i, (job, remaining, end_s) in enumerate(offers):
             B[i], steps[i] = s.steps(nodes, slot, end_s)
-            for w in job_menu(job, nodes.cluster.total_gpus):
+            for w in self.search.p.menu(job, nodes.cluster.total_gpus):
                 rows.append((i, w, s.max_rate(nodes, job, w)))
         if not rows:
             return out
@@ -84,7 +83,7 @@ class PayoffBounds:
         bounds, on_time = self.bounds_by(job, remaining, nodes, win, by_s)
         if not bounds.size or bounds.max() <= -tiny or on_time.max() <= -tiny:
             return None
-        return win, dict(zip(job_menu(job, nodes.cluster.total_gpus), (bounds + tiny).tolist()))
+        return win, dict(zip(self.search.p.menu(job, nodes.cluster.total_gpus), (bounds + tiny).tolist()))
 
     def bounds_by(self, job: Job, remaining: float, nodes, win: PriceWindow,
                   by_s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +95,7 @@ class PayoffBounds:
         progress is the fastest shape's (``max_rate``). Every plan of the search is then matched
         by a relaxed plan that starts in the same step, finishes no later and costs no more.
         The search skips worker counts whose bound cannot beat its best plan."""
-        menu = job_menu(job, nodes.cluster.total_gpus)
+        menu = self.search.p.menu(job, nodes.cluster.total_gpus)
         if not menu:
             return np.zeros(0), np.zeros(0)
         w = np.array(menu)

@@ -40,7 +40,7 @@ from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, planned_remaining
-from ringsched.policies.gadget.params import GadgetParams, derive_bounds, jct_at_value_s, job_menu, utility_horizon_s
+from ringsched.policies.gadget.params import GadgetParams, derive_bounds, jct_at_value_s, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.search import PlanSearch
 from ringsched.policies.gadget.usage import GpuTimeSplit
@@ -119,7 +119,7 @@ class Gadget(Policy):
         if hr is None:
             hr = self.horizon[js.job_id] = (
                 utility_horizon_s(js.job, self.p.tail_utility),
-                max(nodes.throughput_sps(js, min(js.job.max_workers, nodes.cluster.total_gpus)), 1e-12))
+                max(nodes.throughput_sps(js, self.p.most_workers(js.job, nodes.cluster.total_gpus)), 1e-12))
         return hr
 
     def alone_s(self, js: JobState, nodes: Nodes) -> float:
@@ -129,7 +129,7 @@ class Gadget(Policy):
     def fastest_alone_s(self, js: JobState, nodes: Nodes) -> float:
         """The job's remaining time alone at its fastest: the most samples/s any plan of a
         worker count on its menu can reach, on any GPU type (``PlanSearch.max_rate``)."""
-        menu = job_menu(js.job, nodes.cluster.total_gpus)
+        menu = self.p.menu(js.job, nodes.cluster.total_gpus)
         rate = max((self.planner.max_rate(nodes, js.job, w) for w in menu), default=0.0)
         return planned_remaining(js, nodes.now_s, self.p.stop_converged) / max(rate, 1e-12)
 

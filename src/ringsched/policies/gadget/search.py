@@ -25,7 +25,7 @@ from ringsched.policies.gadget.book import Plan
 from ringsched.policies.gadget.embed import StepEmbeddings, embed
 from ringsched.policies.gadget.exact import exact_plan
 from ringsched.policies.gadget.gpu_types import TypeView, placement_gpu, restrict, type_views
-from ringsched.policies.gadget.params import GadgetParams, job_menu
+from ringsched.policies.gadget.params import GadgetParams
 from ringsched.policies.gadget.plan import choose, contiguous_payoffs
 from ringsched.policies.gadget.prices import Ledger, PriceFunction
 from ringsched.policies.gadget.type_switch import SwitchCandidate, switch_payoffs
@@ -175,7 +175,7 @@ class PlanSearch:
             win = self.window(nodes, slot, horizon_end_s)
         if self.p.subroutine == "exact":
             return exact_plan(self, job, remaining, nodes, slot, win)
-        menu = job_menu(job, c.total_gpus)
+        menu = self.p.menu(job, c.total_gpus)
         if not menu:
             return None
         best = None

@@ -51,7 +51,13 @@ def test_shipped_t4_parameters_are_the_fit_of_the_measurements(app, model):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     fresh = json.loads(json.dumps(mod.derive(POLLUX / app, app, "shared/profiles/pollux-measured")))
-    assert fresh == json.loads((T4_DIR / f"{model}.json").read_text())
+    shipped = json.loads((T4_DIR / f"{model}.json").read_text())
+    # the fit's parameters to 0.1%: another CPU's floating point moves the optimiser's result
+    # (inter_transfer_s 0.055154761 shipped, 0.055155945 on another machine); the rest exactly
+    assert fresh.keys() == shipped.keys() and fresh["params"].keys() == shipped["params"].keys()
+    for k, v in shipped["params"].items():
+        assert fresh["params"][k] == (v if v is None else pytest.approx(v, rel=1e-3, abs=1e-9)), k
+    assert {k: v for k, v in fresh.items() if k != "params"} == {k: v for k, v in shipped.items() if k != "params"}
 
 
 @needs_shared(POLLUX)

@@ -3,7 +3,7 @@ the cluster in its plans or its lent rings, so that a job arriving while a wide 
 start at once; a job whose fewest workers need those GPUs still gets them, and a top-up may
 use them when it pays for its restarts (lending takes them back for waiting jobs first). Each
 test names the mutant it catches; the property over random workloads is in test_gadget.py
-(``Watched``: no job is ever given more than ``most_workers``)."""
+(``Watched``: no committed plan is wider than ``most_workers``)."""
 
 from __future__ import annotations
 
@@ -53,8 +53,7 @@ def test_a_job_whose_fewest_workers_need_the_lane_still_gets_it():
 def test_a_top_up_may_use_the_lane_when_it_pays_for_its_restarts():
     """Top-ups are not bound by the lane: they grow a job only when the gain pays for a restart
     to grow and one to shrink back (``top_up_gain``), and lending gives their GPUs to waiting
-    jobs first. A 2-GPU plan on 1x8 is topped up to all 8; on 2x8 a 15-GPU ring is not grown to
-    16 (a sixteenth more speed does not pay for two restarts). Mutant caught: the top-up's worker
+    jobs first. A 2-GPU plan on 1x8 is topped up to all 8. Mutant caught: the top-up's worker
     menu capped at ``most_workers``."""
     c = parse_spec("1x8")
     a = JobState(job(0, 0.0, 8, 20_000, c), 0, 20_000.0)

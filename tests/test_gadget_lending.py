@@ -161,6 +161,38 @@ def test_lending_serves_jobs_past_their_utility_horizon_last():
     assert [idle[i].job_id for i in g.lender._order(idle, n_early)] == ["j2", "j0", "j3", "j1"]
 
 
+def test_lending_triage_serves_jobs_too_late_for_their_share_after_those_in_time():
+    """A job that could no longer keep ``lend_triage_share`` of its utility even alone from now
+    (past its sigmoid's midpoint at the default 0.5, but still earning) is lent GPUs after every
+    job that still can, however short, and before the jobs with nothing left to earn; with
+    the share at 0 the order is plain shortest first with the dead last."""
+    c = parse_spec("1x8")
+    n = nodes(c, now=10_000.0)
+
+    def waiting(i, arrival, seconds, target):
+        u = SigmoidUtility(1.0, target, float(np.log(49.0)) / target)  # half at target, 2% at 2 x target
+        j = Job(f"j{i}", arrival, "resnet50", 64, job(i, arrival, 8, seconds, c).work_samples, 1, 8, u)
+        return JobState(j, i, seconds)
+
+    late = waiting(0, 7_000.0, 300, 3_000.0)  # done alone at JCT 3,300: past half, before the 2% tail
+    in_time = waiting(1, 8_000.0, 1_200, 6_000.0)  # JCT 3,200 of 6,000: keeps more than half
+    dead = waiting(2, 0.0, 100, 1_800.0)  # JCT 10,100 > 3,600: nothing left to earn
+    idle = [late, in_time, dead]
+    g = Gadget()
+    g._ensure(n, idle)
+    assert g.p.lend_triage_share == 0.5
+    assert [idle[i].job_id for i in g.lender._order(idle, n)] == ["j1", "j0", "j2"]
+    g = Gadget(lend_triage_share=0.0)
+    g._ensure(n, idle)
+    assert [idle[i].job_id for i in g.lender._order(idle, n)] == ["j0", "j1", "j2"]
+    g = Gadget(lend_triage_share=0.1)  # the late job keeps more than 10%: in time for that share
+    g._ensure(n, idle)
+    assert [idle[i].job_id for i in g.lender._order(idle, n)] == ["j0", "j1", "j2"]
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError):
+            Gadget(lend_triage_share=bad)
+
+
 def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed():
     """With a late plan, lending runs the job early on its plan's placement; commit_early_runs
     then commits the slots until the plan starts (when the ledger has room and the plan starts

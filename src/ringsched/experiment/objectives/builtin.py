@@ -230,8 +230,11 @@ class Fairness(Objective):
 
     def policy_options(self, policy_cls, cluster, config):
         """The rho guard, for a policy that declares ``rho_guard`` in its ``Params``; early runs
-        left lent (``early_runs_lent``)."""
+        left lent (``early_runs_lent``); no triage in lending (``lend_triage_share`` 0): a job
+        given up for those still on time is the worst rho (docs/objectives.md)."""
         opts = {"rho_guard": self.p.rho_guard} if declares(policy_cls, "rho_guard") else {}
+        if declares(policy_cls, "lend_triage_share"):
+            opts["lend_triage_share"] = 0.0
         return opts | early_runs_lent(policy_cls)
 
     def report(self, result, config):

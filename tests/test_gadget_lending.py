@@ -163,7 +163,7 @@ def test_lending_serves_jobs_past_their_utility_horizon_last():
 
 def test_lending_triage_serves_jobs_too_late_for_their_share_after_those_in_time():
     """A job that could no longer keep ``lend_triage_share`` of its utility even alone from now
-    (past its sigmoid's midpoint at the default 0.5, but still earning) is lent GPUs after every
+    (just past its sigmoid's midpoint at the default 0.5, but still earning) is lent GPUs after every
     job that still can, however short, and before the jobs with nothing left to earn; with
     the share at 0 the order is plain shortest first with the dead last."""
     c = parse_spec("1x8")
@@ -188,7 +188,7 @@ def test_lending_triage_serves_jobs_too_late_for_their_share_after_those_in_time
     g = Gadget(lend_triage_share=0.1)  # the late job keeps more than 10%: in time for that share
     g._ensure(n, idle)
     assert [idle[i].job_id for i in g.lender._order(idle, n)] == ["j0", "j1", "j2"]
-    for bad in (-0.1, 1.0):
+    for bad in (-0.1, 0.01, 1.0):  # (0.01: below tail_utility, it would split the dead)
         with pytest.raises(ValueError):
             Gadget(lend_triage_share=bad)
 

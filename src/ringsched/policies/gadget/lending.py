@@ -117,7 +117,7 @@ class Lender:
     def __init__(self, p: GadgetParams, book: CommitmentBook):
         self.p = p
         self.book = book
-        self._alone: dict[str, tuple] = {}  # (samples/s at the widest consolidated size, arrival, index)
+        self._alone: dict[str, tuple] = {}  # per job, fixed: ``_order``'s (speed, arrival, index, horizon, triage)
         self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
         self.lent_base: dict[str, tuple] = {}  # a job without a plan grown on lent GPUs: its placement before
 

@@ -58,8 +58,8 @@ class GadgetParams:
     displace: int = 4  # failed offers per decision that may take a longer job's near GPUs (displace.py)
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     # triage in lending: idle jobs that could no longer keep this share of their maximum
-    # utility even run alone from now are lent GPUs after every job that still can (0: off;
-    # lending.py). Under overload a late job that keeps running makes the next one late too
+    # utility even run alone from now are lent GPUs after every job that still can, before those
+    # past the tail (0: off; above tail_utility; lending.py; the fairness objective sets 0). Under overload a late job that keeps running makes the next one late too
     lend_triage_share: float = 0.5
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
@@ -129,7 +129,8 @@ class GadgetParams:
             v = getattr(self, name)
             need(v >= 0, f"{name} must be at least 0, got {v}")
         need(0 <= self.on_time_share < 1, f"on_time_share must lie in [0, 1), got {self.on_time_share}")
-        need(0 <= self.lend_triage_share < 1, f"lend_triage_share must lie in [0, 1), got {self.lend_triage_share}")
+        need(self.lend_triage_share == 0 or self.tail_utility < self.lend_triage_share < 1,
+             f"lend_triage_share must be 0 (off) or lie in (tail_utility, 1), got {self.lend_triage_share}")
         need(self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1),
              f"rho_guard must be 0 (off) or at least 1, got {self.rho_guard}")
         for name in ("near_payoff", "late_share", "top_up_gain", "pack_slack", "energy_cost_per_gpu_s",

@@ -133,6 +133,21 @@ def test_late_share_starts_the_chosen_plan_as_late_as_it_still_pays_nearly_as_mu
         Gadget(late_share=-1.0)
 
 
+def waiting(c, i, arrival, seconds, target):
+    """A waiting 1-8 GPU job of ``seconds`` alone at 8 GPUs, its sigmoid at half value at
+    ``target`` and 2% (its horizon) at 2 x target."""
+    u = SigmoidUtility(1.0, target, float(np.log(49.0)) / target)
+    j = Job(f"j{i}", arrival, "resnet50", 64, job(i, arrival, 8, seconds, c).work_samples, 1, 8, u)
+    return JobState(j, i, seconds)
+
+
+def lend_order(idle, n, **params) -> list[str]:
+    """The job ids in GADGET's lending order (``Lender._order``) at ``n``."""
+    g = Gadget(**params)
+    g._ensure(n, idle)
+    return [idle[i].job_id for i in g.lender._order(idle, n)]
+
+
 def test_lending_serves_jobs_past_their_utility_horizon_last():
     """Idle jobs get lent GPUs shortest remaining first, except that a job which could not
     finish before its utility horizon even alone from now (nothing left to earn) comes after
@@ -140,25 +155,14 @@ def test_lending_serves_jobs_past_their_utility_horizon_last():
     took the lent GPUs from the long jobs that can still earn."""
     c = parse_spec("1x8")
     n = nodes(c, now=10_000.0)
-
-    def waiting(i, arrival, seconds, target):
-        u = SigmoidUtility(1.0, target, float(np.log(49.0)) / target)  # horizon (2% left): 2 x target
-        j = Job(f"j{i}", arrival, "resnet50", 64, job(i, arrival, 8, seconds, c).work_samples, 1, 8, u)
-        return JobState(j, i, seconds)
-
-    dead = waiting(0, 0.0, 600, 1800.0)  # horizon at 3,600 s: long past
-    long_alive = waiting(1, 9_000.0, 7_200, 21_600.0)
-    short_alive = waiting(2, 9_900.0, 300, 1800.0)
-    doomed = waiting(3, 7_000.0, 900, 1800.0)  # horizon at 10,600 s: not yet passed, but 900 s of work left
-    g = Gadget()
+    dead = waiting(c, 0, 0.0, 600, 1800.0)  # horizon at 3,600 s: long past
+    long_alive = waiting(c, 1, 9_000.0, 7_200, 21_600.0)
+    short_alive = waiting(c, 2, 9_900.0, 300, 1800.0)
+    doomed = waiting(c, 3, 7_000.0, 900, 1800.0)  # horizon at 10,600 s: not yet passed, but 900 s of work left
     idle = [dead, long_alive, short_alive, doomed]
-    g._ensure(n, idle)
-    order = [idle[i].job_id for i in g.lender._order(idle, n)]
-    assert order == ["j2", "j1", "j0", "j3"]  # shortest first among the living, then the dead
+    assert lend_order(idle, n) == ["j2", "j1", "j0", "j3"]  # shortest first among the living, then the dead
     n_early = nodes(c, now=0.0)  # at t = 0 all can still earn: plain shortest first
-    g = Gadget()
-    g._ensure(n_early, idle)
-    assert [idle[i].job_id for i in g.lender._order(idle, n_early)] == ["j2", "j0", "j3", "j1"]
+    assert lend_order(idle, n_early) == ["j2", "j0", "j3", "j1"]
 
 
 def test_lending_triage_serves_jobs_too_late_for_their_share_after_those_in_time():
@@ -168,26 +172,15 @@ def test_lending_triage_serves_jobs_too_late_for_their_share_after_those_in_time
     the share at 0 the order is plain shortest first with the dead last."""
     c = parse_spec("1x8")
     n = nodes(c, now=10_000.0)
-
-    def waiting(i, arrival, seconds, target):
-        u = SigmoidUtility(1.0, target, float(np.log(49.0)) / target)  # half at target, 2% at 2 x target
-        j = Job(f"j{i}", arrival, "resnet50", 64, job(i, arrival, 8, seconds, c).work_samples, 1, 8, u)
-        return JobState(j, i, seconds)
-
-    late = waiting(0, 7_000.0, 300, 3_000.0)  # done alone at JCT 3,300: past half, before the 2% tail
-    in_time = waiting(1, 8_000.0, 1_200, 6_000.0)  # JCT 3,200 of 6,000: keeps more than half
-    dead = waiting(2, 0.0, 100, 1_800.0)  # JCT 10,100 > 3,600: nothing left to earn
+    late = waiting(c, 0, 7_000.0, 300, 3_000.0)  # done alone at JCT 3,300: past half, before the 2% tail
+    in_time = waiting(c, 1, 8_000.0, 1_200, 6_000.0)  # JCT 3,200 of 6,000: keeps more than half
+    dead = waiting(c, 2, 0.0, 100, 1_800.0)  # JCT 10,100 > 3,600: nothing left to earn
     idle = [late, in_time, dead]
-    g = Gadget()
-    g._ensure(n, idle)
-    assert g.p.lend_triage_share == 0.5
-    assert [idle[i].job_id for i in g.lender._order(idle, n)] == ["j1", "j0", "j2"]
-    g = Gadget(lend_triage_share=0.0)
-    g._ensure(n, idle)
-    assert [idle[i].job_id for i in g.lender._order(idle, n)] == ["j0", "j1", "j2"]
-    g = Gadget(lend_triage_share=0.1)  # the late job keeps more than 10%: in time for that share
-    g._ensure(n, idle)
-    assert [idle[i].job_id for i in g.lender._order(idle, n)] == ["j0", "j1", "j2"]
+    assert Gadget().p.lend_triage_share == 0.5
+    assert lend_order(idle, n) == ["j1", "j0", "j2"]
+    assert lend_order(idle, n, lend_triage_share=0.0) == ["j0", "j1", "j2"]
+    # the late job keeps more than 10%: in time for that share
+    assert lend_order(idle, n, lend_triage_share=0.1) == ["j0", "j1", "j2"]
     for bad in (-0.1, 0.01, 1.0):  # (0.01: below tail_utility, it would split the dead)
         with pytest.raises(ValueError):
             Gadget(lend_triage_share=bad)

@@ -15,7 +15,7 @@ from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
 from ringsched.policies.gadget.gain import lend_gain, ring_rate
 from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only, type_views
-from ringsched.policies.gadget.params import GadgetParams, jct_at_value_s, utility_horizon_s, worker_menu
+from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
 from ringsched.policies.gadget.upgrade import upgrade
 
 
@@ -181,8 +181,7 @@ class Lender:
             a = js.job.arrival_s
             r = self._alone[js.job_id] = (max(nodes.throughput_sps(js, js.job.max_workers), 1e-12), a, js.index,
                                           a + utility_horizon_s(js.job, self.p.tail_utility),
-                                          a + jct_at_value_s(js.job, triage * float(js.job.utility.max_value))
-                                          if triage > 0 else np.inf)
+                                          a + utility_horizon_s(js.job, triage) if triage > 0 else np.inf)
             return r
 
         get = self._alone.get

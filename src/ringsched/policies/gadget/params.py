@@ -59,7 +59,8 @@ class GadgetParams:
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     # triage in lending: idle jobs that could no longer keep this share of their maximum
     # utility even run alone from now are lent GPUs after every job that still can, before those
-    # past the tail (0: off; above tail_utility; lending.py; the fairness objective sets 0). Under overload a late job that keeps running makes the next one late too
+    # past the tail (0: off, else above tail_utility; lending.py; the fairness objective sets 0).
+    # Under overload a late job that keeps running makes the next one late too
     lend_triage_share: float = 0.5
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead

@@ -13,6 +13,7 @@ import numpy as np
 
 from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
+from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.gain import lend_gain, ring_rate
 from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only, type_views
 from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
@@ -114,9 +115,10 @@ def _nic_need(own: np.ndarray, counts: np.ndarray, base_multi: bool) -> tuple[np
 class Lender:
     """Lends idle GPUs slot by slot; remembers each job's speed alone (fixed per job)."""
 
-    def __init__(self, p: GadgetParams, book: CommitmentBook):
+    def __init__(self, p: GadgetParams, book: CommitmentBook, errors: EstimateError | None = None):
         self.p = p
         self.book = book
+        self.errors = errors or EstimateError(p.lend_triage_quantile)  # (the policy's, which it tells of finishes)
         self._alone: dict[str, tuple] = {}  # per job, fixed: ``_order``'s (speed, arrival, index, horizon, triage)
         self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
         self.lent_base: dict[str, tuple] = {}  # a job without a plan grown on lent GPUs: its placement before
@@ -191,7 +193,8 @@ class Lender:
                                                                    max(0.0, now - js.run_from_s))) for js in idle])
         alone = rem / meta[:, 0]
         end = now + alone
-        tier = (end > meta[:, 3]).astype(np.int8) + (end > meta[:, 4])
+        hope = now + alone * self.errors.optimistic() if triage > 0 else end  # (the triage test only)
+        tier = (end > meta[:, 3]).astype(np.int8) + (hope > meta[:, 4])
         return np.lexsort((meta[:, 2], meta[:, 1], alone, tier))
 
     def _lend_idle(self, idle, nodes, out: dict, previous, idle_cap: IdleCapacity) -> None:

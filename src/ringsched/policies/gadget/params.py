@@ -62,6 +62,11 @@ class GadgetParams:
     # past the tail (0: off, else above tail_utility; lending.py; the fairness objective sets 0).
     # Under overload a late job that keeps running makes the next one late too
     lend_triage_share: float = 0.5
+    # ... and a job counts as too late only when it would be even with its estimated remaining
+    # work scaled by this quantile of true / estimated work over the jobs finished so far (the
+    # factor at most 1). Under noisy estimates an over-estimated job looked too late and was
+    # given up wrongly; under exact ones every ratio is 1 and nothing changes (estimate_error.py)
+    lend_triage_quantile: float = 0.1
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
     # a one-server plan that starts within its window's first pack_within steps moves to the
@@ -132,6 +137,8 @@ class GadgetParams:
         need(0 <= self.on_time_share < 1, f"on_time_share must lie in [0, 1), got {self.on_time_share}")
         need(self.lend_triage_share == 0 or self.tail_utility < self.lend_triage_share < 1,
              f"lend_triage_share must be 0 (off) or lie in (tail_utility, 1), got {self.lend_triage_share}")
+        need(0 < self.lend_triage_quantile <= 1,
+             f"lend_triage_quantile must lie in (0, 1], got {self.lend_triage_quantile}")
         need(self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1),
              f"rho_guard must be 0 (off) or at least 1, got {self.rho_guard}")
         for name in ("near_payoff", "late_share", "top_up_gain", "pack_slack", "energy_cost_per_gpu_s",

@@ -38,6 +38,7 @@ from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.common import queue_key
 from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.displace import displace
+from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, planned_remaining
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, jct_at_value_s, utility_horizon_s
@@ -75,6 +76,7 @@ class Gadget(Policy):
         self.displaced: list[tuple[str, str]] = []  # (displaced job, the job it made room for) at this decision
         self._on_time: tuple = (None, None)  # the last ``on_time_by``: (job, time, progress), its value
         self.reserved: tuple = (None, None)  # (job planned by ``_reservation``, the slot it was tried in)
+        self.errors = EstimateError(self.p.lend_triage_quantile)  # the estimates' error seen as jobs finish
 
     @property
     def plans(self) -> dict[str, Plan]:
@@ -108,7 +110,7 @@ class Gadget(Policy):
     def _ensure(self, nodes: Nodes, jobs) -> None:
         if self.book is None:
             self.book = CommitmentBook(nodes.cluster, self.ring_aware, self.p.nic_share)
-            self.lender = Lender(self.p, self.book)
+            self.lender = Lender(self.p, self.book, self.errors)
             self.planner.ledger = self.book.ledger
         if self.planner.prices_g is None:
             self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
@@ -164,6 +166,7 @@ class Gadget(Policy):
             self.horizon.clear()
         slot = slot_of(nodes)
         active = {js.job_id: js for js in jobs}
+        self.errors.see(jobs)
         self.displaced = []
         self.planner.done_fraction = {js.job_id: js.done_at(nodes.now_s) / js.job.work_samples
                                       for js in jobs if js.job.adaptive_batch}
@@ -212,6 +215,9 @@ class Gadget(Policy):
                 self.reserved = (js.job_id, slot)
                 return {js.job_id}
         return set()
+
+    def on_finish(self, job_id: str) -> None:
+        self.errors.finished(job_id)
 
     def on_reestimate(self, job_id: str) -> None:
         """The job's estimate doubled: its plan (made for the old work) is released at the next

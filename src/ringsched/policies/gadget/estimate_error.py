@@ -1,0 +1,49 @@
+"""What GADGET learns about its duration estimates as jobs finish (issue 15, item 3).
+
+A job that completes has run all its work, so its samples done then are its true work: the
+policy observes it, as a real scheduler sees how long a job it predicted really trained. The
+ratio true work / first estimate over the jobs finished so far is the estimates' error seen
+online; no policy is told the error of the world's estimator, and no unfinished job's truth is
+read. Triage in lending (``lending.py``) asks whether a job can still keep its share of utility
+with its remaining work scaled by a low quantile of that ratio: a job is given up only when it
+would be too late even if its estimate errs on the high side as often as the finished jobs'
+did. Under exact estimates every ratio is 1 and nothing changes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class EstimateError:
+    """The ratios true work / first estimate of the jobs finished so far, and their quantile."""
+
+    def __init__(self, quantile: float):
+        self.quantile = quantile
+        self._first: dict[str, float] = {}  # per job: the work it was first shown with
+        self._states: dict[str, object] = {}  # per job: its live JobState (read when it finishes)
+        self.ratios: list[float] = []
+        self._factor: float | None = 1.0
+
+    def see(self, jobs) -> None:
+        """Remember the first estimate of every job not seen before."""
+        first = self._first
+        for js in jobs:
+            if js.job_id not in first:
+                first[js.job_id] = float(js.job.work_samples)
+                self._states[js.job_id] = js
+
+    def finished(self, job_id: str) -> None:
+        """The job left: a completed one (not stopped early by an objective's rule) adds its ratio."""
+        js = self._states.pop(job_id, None)
+        first = self._first.pop(job_id, None)
+        if js is None or not first or js.status != "completed" or js.stopped_early:
+            return
+        self.ratios.append(float(js.done_samples) / first)
+        self._factor = None
+
+    def optimistic(self) -> float:
+        """The ``quantile`` of the ratios seen, at most 1 (1 before any job finished): the factor
+        on a job's estimated remaining work that the triage test uses."""
+        if self._factor is None:
+            self._factor = min(1.0, float(np.quantile(self.ratios, self.quantile)))
+        return self._factor

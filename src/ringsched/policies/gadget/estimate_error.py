@@ -45,5 +45,5 @@ class EstimateError:
         """The ``quantile`` of the ratios seen, at most 1 (1 before any job finished): the factor
         on a job's estimated remaining work that the triage test uses."""
         if self._factor is None:
-            self._factor = min(1.0, float(np.quantile(self.ratios, self.quantile)))
+            self._factor = min(1.0, float(np.quantile(self.ratios, self.quantile))) if self.ratios else 1.0
         return self._factor

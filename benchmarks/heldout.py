@@ -1,9 +1,10 @@
 """Workloads outside the suite (docs/suite.md, "Held out"): other Philly VCs, another ITP
 cluster, two synthetic mixes and the Alibaba pods on another cluster, built the suite's way
-(``SuiteWorkload``), every policy (or ``--policies``), seeds 0 and 1, exact estimates. Writes
-OUT/cells.parquet and prints the target's ratios to the best baseline per workload.
+(``SuiteWorkload``), every policy (or ``--policies``), seeds 0 and 1, exact estimates (or
+``--estimates``). Writes OUT/cells.parquet and prints the target's ratios to the best baseline
+per workload.
 
-    python benchmarks/heldout.py OUT [--policies gadget,oasis] [--workers 2]
+    python benchmarks/heldout.py OUT [--policies gadget,oasis] [--estimates lognormal:1] [--workers 2]
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ def main() -> None:
     ap.add_argument("--policies", default=None, help="comma-separated (default: every policy)")
     ap.add_argument("--target", default="gadget")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--estimates", default="exact", help="the duration knowledge (docs/metrics.md)")
     a = ap.parse_args()
     ws = workloads()
     for w, why in skipped_workloads(ws):
         print(f"skipped {w.name}: {why}")
     skipped = {w.name for w, _ in skipped_workloads(ws)}
     pols = a.policies.split(",") if a.policies else policy_names()
-    cells = [Cell(w, s, "exact", p) for w in ws if w.name not in skipped for s in (0, 1) for p in pols]
+    cells = [Cell(w, s, a.estimates, p) for w in ws if w.name not in skipped for s in (0, 1) for p in pols]
     run = run_suite(cells, workers=a.workers)
     a.out.mkdir(parents=True, exist_ok=True)
     run.cells.to_parquet(a.out / "cells.parquet")

@@ -26,8 +26,8 @@ def test_the_ratio_is_true_work_over_the_first_estimate_of_completed_jobs_only()
     c = parse_spec("1x8")
     err = EstimateError(0.5)
     assert err.optimistic() == 1.0  # nothing finished yet: the estimate as it is
-    a, b, r, s = (JobState(job(i, 0.0, 1, 100, c), i, 100.0) for i in range(4))
-    err.see([a, b, r, s])
+    a, b, r, s, f = (JobState(job(i, 0.0, 1, 100, c), i, 100.0) for i in range(5))
+    err.see([a, b, r, s, f])
     w = a.job.work_samples
     a.job = dataclasses.replace(a.job, work_samples=2 * w)  # re-estimated: the first estimate counts
     err.see([a])
@@ -35,7 +35,9 @@ def test_the_ratio_is_true_work_over_the_first_estimate_of_completed_jobs_only()
     finished(err, b, 0.25 * b.job.work_samples)
     finished(err, r, 0.1 * w, status="rejected")  # left without completing: no truth seen
     finished(err, s, 0.1 * w, early=True)  # stopped by an objective's rule: not its full work
+    finished(err, f, 0.1 * w, status="failed")  # gave up after failures: not its full work
     assert err.ratios == pytest.approx([1.5, 0.25])
+    assert not err._first and not err._states  # nothing kept of jobs that left
     assert err.optimistic() == pytest.approx(0.875)  # the median of the two
     err.quantile = 1.0
     err._factor = None
@@ -67,6 +69,31 @@ def test_triage_gives_up_only_jobs_too_late_even_at_the_optimistic_remaining_wor
     for bad in (0.0, -0.1, 1.5):
         with pytest.raises(ValueError):
             Gadget(lend_triage_quantile=bad)
+    g = Gadget(lend_triage_quantile=1.0)  # the largest quantile: a job is given up only if late at every ratio
+    g._ensure(n, idle)
+    assert g.lender.errors is g.errors and g.errors.quantile == 1.0
+
+
+def test_a_job_past_its_horizon_by_its_estimate_but_in_time_at_the_optimistic_work_is_in_the_middle_tier():
+    """The horizon test reads the estimate as it stands, the triage test the optimistic work,
+    and the tier counts the tests failed: while finished jobs ran 0.3 of their estimates, a job
+    past its horizon by its estimate (11,000 s > 10,900 s) but in time for half its value at
+    0.3 of its work (10,300 s <= 10,400 s) is in the middle tier, served before a longer one
+    there; with exact estimates it is last."""
+    c = parse_spec("1x8")
+    n = nodes(c, now=10_000.0)
+    hopeful = waiting(c, 0, 9_900.0, 1_000, 500.0)  # triage point 10,400 s, horizon 10,900 s
+    middle = waiting(c, 1, 7_000.0, 1_500, 2_500.0)  # past its triage point, ends before its horizon
+    idle = [hopeful, middle]
+
+    def order(ratios):
+        g = Gadget()
+        g._ensure(n, idle)
+        g.errors.ratios, g.errors._factor = list(ratios), None
+        return [idle[i].job_id for i in g.lender._order(idle, n)]
+
+    assert order([]) == ["j1", "j0"]
+    assert order([0.3] * 10) == ["j0", "j1"]
 
 
 @pytest.mark.parametrize("estimates, ratio", [("exact", 1.0), ("user:2", 0.5)])

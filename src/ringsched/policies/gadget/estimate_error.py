@@ -1,4 +1,4 @@
-"""What GADGET learns about its duration estimates as jobs finish (issue 15, item 3).
+"""What GADGET learns about its duration estimates as jobs finish (issue 15).
 
 A job that completes has run all its work, so its samples done then are its true work: the
 policy observes it, as a real scheduler sees how long a job it predicted really trained. The
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ringsched.policies.base import JobState
+
 
 class EstimateError:
     """The ratios true work / first estimate of the jobs finished so far, and their quantile."""
@@ -20,7 +22,7 @@ class EstimateError:
     def __init__(self, quantile: float):
         self.quantile = quantile
         self._first: dict[str, float] = {}  # per job: the work it was first shown with
-        self._states: dict[str, object] = {}  # per job: its live JobState (read when it finishes)
+        self._states: dict[str, JobState] = {}  # per job: its live JobState (read when it finishes)
         self.ratios: list[float] = []
         self._factor: float | None = 1.0
 

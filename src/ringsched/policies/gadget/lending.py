@@ -118,7 +118,7 @@ class Lender:
     def __init__(self, p: GadgetParams, book: CommitmentBook, errors: EstimateError | None = None):
         self.p = p
         self.book = book
-        self.errors = errors or EstimateError(p.lend_triage_quantile)  # (the policy's, which it tells of finishes)
+        self.errors = errors if errors is not None else EstimateError(p.lend_triage_quantile)  # (the policy's)
         self._alone: dict[str, tuple] = {}  # per job, fixed: ``_order``'s (speed, arrival, index, horizon, triage)
         self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
         self.lent_base: dict[str, tuple] = {}  # a job without a plan grown on lent GPUs: its placement before
@@ -171,7 +171,9 @@ class Lender:
         """Idle jobs in three tiers, each by remaining time alone at their widest size, then
         arrival, then index: those that can still keep ``lend_triage_share`` of their maximum
         utility if they run alone from now; then those that cannot; last those that could not
-        finish before their utility horizon (``tail_utility``: nothing left to earn). Under
+        finish before their utility horizon either (``tail_utility``: nothing left to earn).
+        The triage test takes the remaining work at the estimates' optimistic factor
+        (``estimate_error.py``), the horizon test at the estimate. Under
         overload the short jobs die first; served first they took the lent GPUs from the long
         ones that can still earn. The middle tier is triage: a job already too late for most of
         its value that kept its lent GPUs made the jobs behind it late too (synthetic
@@ -193,7 +195,9 @@ class Lender:
                                                                    max(0.0, now - js.run_from_s))) for js in idle])
         alone = rem / meta[:, 0]
         end = now + alone
-        hope = now + alone * self.errors.optimistic() if triage > 0 else end  # (the triage test only)
+        # (the tier counts the tests failed: a job past its horizon by the estimate but in time
+        # for the triage share at the optimistic work is in the middle; docs/theory.md section 9)
+        hope = now + alone * self.errors.optimistic() if triage > 0 else end
         tier = (end > meta[:, 3]).astype(np.int8) + (hope > meta[:, 4])
         return np.lexsort((meta[:, 2], meta[:, 1], alone, tier))
 

@@ -217,6 +217,7 @@ class Gadget(Policy):
         return set()
 
     def on_finish(self, job_id: str) -> None:
+        """A job left: a completed one tells the estimates' error (``estimate_error.py``)."""
         self.errors.finished(job_id)
 
     def on_reestimate(self, job_id: str) -> None:

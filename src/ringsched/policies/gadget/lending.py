@@ -151,12 +151,11 @@ class Lender:
             self._top_up(running_plan + self._lent_below_max(idle, out), nodes, out, previous, idle_cap)
 
     def _lent_below_max(self, idle, out: dict) -> list:
-        """Jobs without a plan that run on lent GPUs below their most workers: a top-up may grow
-        them too. A ring lent where few GPUs were idle kept that size for life before (an 8-GPU
-        job on 1 GPU for 8 h beside 30 idle ones, synthetic many-short jobs on 4x8)."""
-        plans = self.book.plans
-        return [js for js in idle if js.job_id in out and js.job_id not in plans
-                and len(out[js.job_id]) < js.job.max_workers]
+        """Jobs that run on lent GPUs below their most workers (with no plan, or before their
+        plan starts): a top-up may grow them too. A ring lent where few GPUs were idle kept that
+        size for life before (an 8-GPU job on 1 GPU for 8 h beside 30 idle ones, synthetic
+        many-short jobs on 4x8)."""
+        return [js for js in idle if js.job_id in out and len(out[js.job_id]) < js.job.max_workers]
 
     def _base_of(self, jid: str, prev: tuple) -> tuple:
         """The placement a lent job keeps in the lending phase: its base when it was grown on top

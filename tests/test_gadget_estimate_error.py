@@ -22,6 +22,14 @@ def finished(err: EstimateError, js: JobState, done: float, status: str = "compl
     err.finished(js.job_id)
 
 
+def order_at(n, idle, ratios) -> list[str]:
+    """The job ids in GADGET's lending order at ``n`` once the finished jobs' ratios are ``ratios``."""
+    g = Gadget()
+    g._ensure(n, idle)
+    g.errors.ratios, g.errors._factor = list(ratios), None
+    return [idle[i].job_id for i in g.lender._order(idle, n)]
+
+
 def test_the_ratio_is_true_work_over_the_first_estimate_of_completed_jobs_only():
     c = parse_spec("1x8")
     err = EstimateError(0.5)
@@ -56,16 +64,10 @@ def test_triage_gives_up_only_jobs_too_late_even_at_the_optimistic_remaining_wor
     hopeless = waiting(c, 2, 6_800.0, 600, 3_000.0)  # JCT 3,800, at half 3,500: past 3,000 either way
     idle = [late, in_time, hopeless]
 
-    def order(ratios):
-        g = Gadget()
-        g._ensure(n, idle)
-        g.errors.ratios, g.errors._factor = list(ratios), None
-        return [idle[i].job_id for i in g.lender._order(idle, n)]
-
     assert Gadget().p.lend_triage_quantile == 0.1
-    assert order([]) == ["j1", "j0", "j2"]
-    assert order([1.0] * 10) == ["j1", "j0", "j2"]
-    assert order([0.5] * 10) == ["j0", "j1", "j2"]
+    assert order_at(n, idle, []) == ["j1", "j0", "j2"]
+    assert order_at(n, idle, [1.0] * 10) == ["j1", "j0", "j2"]
+    assert order_at(n, idle, [0.5] * 10) == ["j0", "j1", "j2"]
     for bad in (0.0, -0.1, 1.5):
         with pytest.raises(ValueError):
             Gadget(lend_triage_quantile=bad)
@@ -86,14 +88,8 @@ def test_a_job_past_its_horizon_by_its_estimate_but_in_time_at_the_optimistic_wo
     middle = waiting(c, 1, 7_000.0, 1_500, 2_500.0)  # past its triage point, ends before its horizon
     idle = [hopeful, middle]
 
-    def order(ratios):
-        g = Gadget()
-        g._ensure(n, idle)
-        g.errors.ratios, g.errors._factor = list(ratios), None
-        return [idle[i].job_id for i in g.lender._order(idle, n)]
-
-    assert order([]) == ["j1", "j0"]
-    assert order([0.3] * 10) == ["j0", "j1"]
+    assert order_at(n, idle, []) == ["j1", "j0"]
+    assert order_at(n, idle, [0.3] * 10) == ["j0", "j1"]
 
 
 @pytest.mark.parametrize("estimates, ratio", [("exact", 1.0), ("user:2", 0.5)])

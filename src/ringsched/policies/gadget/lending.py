@@ -115,10 +115,10 @@ def _nic_need(own: np.ndarray, counts: np.ndarray, base_multi: bool) -> tuple[np
 class Lender:
     """Lends idle GPUs slot by slot; remembers each job's speed alone (fixed per job)."""
 
-    def __init__(self, p: GadgetParams, book: CommitmentBook, errors: EstimateError | None = None):
+    def __init__(self, p: GadgetParams, book: CommitmentBook, errors: EstimateError):
         self.p = p
         self.book = book
-        self.errors = errors if errors is not None else EstimateError(p.lend_triage_quantile)  # (the policy's)
+        self.errors = errors  # the policy's, which it tells of every job that leaves
         self._alone: dict[str, tuple] = {}  # per job, fixed: ``_order``'s (speed, arrival, index, horizon, triage)
         self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
         self.lent_base: dict[str, tuple] = {}  # a job without a plan grown on lent GPUs: its placement before

@@ -18,7 +18,8 @@ from ringsched.experiment.run import run_one
 from ringsched.job import Job
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies.base import JobState, Nodes
-from ringsched.policies.gadget.objective_terms import overdue, planned_remaining
+from ringsched.policies.gadget.book import Plan
+from ringsched.policies.gadget.objective_terms import make_room, overdue, planned_remaining
 from ringsched.policies.gadget.policy import Gadget
 from ringsched.utility import jct_utility
 
@@ -115,6 +116,63 @@ def test_an_overdue_job_gets_its_earliest_plan_at_once():
     first = g.search(j, j.work_samples, nodes, 0, horizon_end_s=10 * 86400.0, earliest=True)
     assert first.segments[0][0] == 0 and late.segments[0][0] > 0
     assert first.finish_s < late.finish_s
+
+
+def _room_case(guard_x: bool):
+    """1x8 at slot 0: an 8-GPU job ``w`` of 1,000 s alone, overdue, and three 1-GPU plans that
+    have not started: ``g`` (planned by the guard) in slots 1-5, ``x`` in slots 2-39 and ``y``
+    in slots 50-59 (``x`` guarded too when ``guard_x``)."""
+    c = parse_spec("1x8")
+    sp = SpeedModel(c)
+    rate = sp.throughput_sps("resnet50", 64, consolidated_shape(8, 8))
+    w = Job("w", 0.0, "resnet50", 64, 1000.0 * rate, 8, 8, jct_utility(1000.0, 8))
+    nodes = Nodes(c, np.ones(1, dtype=bool), 0.0, 300.0, sp)
+    g = Gadget()
+    g._ensure(nodes, [w])
+    for jid, a, z in (("g", 1, 6), ("x", 2, 40), ("y", 50, 60)):
+        g.book.commit(jid, Plan([(a, z, (0,))], z * 300.0, 1.0, 0.0))
+        g.last_try[jid] = 0
+    g.guarded = {"g", "x"} if guard_x else {"g"}
+    g.overdue = {"w"}
+    js = JobState(w, 0, 1000.0)
+    return g, js, nodes, g.offer(js, nodes, 0, must=True)
+
+
+def test_an_overdue_job_is_planned_ahead_of_plans_not_started():
+    """The ledger alone places ``w`` after ``x`` (slot 40). With room made, ``w`` runs right
+    after the guarded ``g`` (slot 6), ``x`` (in the way) is left without a plan and due for an
+    offer, ``y`` keeps its plan, ``g`` is not moved. Mutants caught: no room made (``w`` at 40),
+    guarded plans moved too (``w`` at 0, ``g`` gone), plans that still fit not restored
+    (``y`` gone), the displaced job not made due (``last_try`` kept)."""
+    g, js, nodes, plan = _room_case(guard_x=False)
+    assert plan.first_slot == 40
+    assert make_room(g, js, plan, nodes, 0, {})
+    new = g.book.plans["w"]
+    assert new.first_slot == 6 and new.finish_s < plan.finish_s
+    assert "x" not in g.book.plans and "x" not in g.last_try
+    assert g.book.plans["y"].segments == [(50, 60, (0,))] and g.book.plans["g"].segments == [(1, 6, (0,))]
+    used, _ = g.book.ledger.window(0, 60)
+    assert used.max() <= 8 and used[0, 6] == 8 and used[0, 2] == 1
+
+
+def test_the_policy_makes_room_for_an_overdue_offer():
+    """The same case through ``_offer_unplanned``: the overdue job's plan starts at slot 6 and
+    counts as guarded. Mutant caught: the policy not calling ``make_room`` (slot 40)."""
+    g, js, nodes, _ = _room_case(guard_x=False)
+    g._offer_unplanned([js], {"w": js}, nodes, 0, {"w"}, {})
+    assert g.book.plans["w"].first_slot == 6 and "w" in g.guarded
+
+
+def test_no_room_made_when_nothing_finishes_sooner_leaves_the_book_as_it_was():
+    """``x`` guarded too: nothing can move, ``w`` keeps what the ledger gave it, and the book's
+    plans, ledger and release counts are as before. Mutant caught: the plans released and not
+    restored (``y`` gone, the ledger emptied)."""
+    g, js, nodes, plan = _room_case(guard_x=True)
+    before = ({k: list(p.segments) for k, p in g.book.plans.items()}, g.book.ledger.window(0, 70)[0].copy(),
+              g.book.epoch)
+    assert not make_room(g, js, plan, nodes, 0, {})
+    after = ({k: list(p.segments) for k, p in g.book.plans.items()}, g.book.ledger.window(0, 70)[0], g.book.epoch)
+    assert after[0] == before[0] and np.array_equal(after[1], before[1]) and after[2] == before[2]
 
 
 # ------------------------------------------------------------------------------ energy, deadline

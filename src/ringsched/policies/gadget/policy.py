@@ -40,7 +40,7 @@ from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
-from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, planned_remaining
+from ringsched.policies.gadget.objective_terms import make_room, overdue, past_commitments_s, planned_remaining
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, jct_at_value_s, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.search import PlanSearch
@@ -73,6 +73,7 @@ class Gadget(Policy):
         self.reestimated: set[str] = set()  # told by the world: their estimates doubled, re-plan them
         self.usage = GpuTimeSplit()
         self.overdue: set[str] = set()  # jobs past the rho guard at this decision (objective_terms.overdue)
+        self.guarded: set[str] = set()  # jobs planned as overdue: their plans are not moved for another's
         self.displaced: list[tuple[str, str]] = []  # (displaced job, the job it made room for) at this decision
         self._on_time: tuple = (None, None)  # the last ``on_time_by``: (job, time, progress), its value
         self.reserved: tuple = (None, None)  # (job planned by ``_reservation``, the slot it was tried in)
@@ -219,6 +220,7 @@ class Gadget(Policy):
     def on_finish(self, job_id: str) -> None:
         """A job left: a completed one tells the estimates' error (``estimate_error.py``)."""
         self.errors.finished(job_id)
+        self.guarded.discard(job_id)
 
     def on_reestimate(self, job_id: str) -> None:
         """The job's estimate doubled: its plan (made for the old work) is released at the next
@@ -277,8 +279,13 @@ class Gadget(Policy):
                               on_time=True)
             if plan is not None and not must and self._too_late(js, plan, nodes):
                 plan = None  # (admission on time: a later plan would hold slots that later arrivals need)
+            if jid in self.overdue and (plan is None or plan.first_slot > slot) and \
+                    make_room(self, js, plan, nodes, slot, previous_allocations):
+                self.guarded.add(jid)
+                continue
             if plan is not None and (plan.payoff > 0 or must):
                 self.book.commit(jid, plan)
+                (self.guarded.add if jid in self.overdue else self.guarded.discard)(jid)
                 self.misses.pop(jid, None)
                 continue
             if swaps > 0:

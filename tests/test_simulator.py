@@ -162,6 +162,47 @@ def test_isolated_time_is_the_fastest_run_alone_over_every_size(lo, extra, model
     assert (r.jobs.ftf_rho.dropna() >= 1.0 - 1e-9).all()  # (nan: min_workers > the cluster, rejected)
 
 
+MIXED = """servers:
+  - {count: 3, gpus: 4, gpu: t4}
+  - {count: 1, gpus: 8, gpu: h200}
+"""
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lo=st.integers(1, 20), extra=st.integers(0, 8), model=st.sampled_from(["resnet50", "vgg16", "bert", "ncf"]),
+       policy=st.sampled_from(["optimus", "srtf", "gadget"]))
+def test_isolated_time_on_several_gpu_types_is_the_fastest_run_and_rho_stays_above_1(tmp_path, lo, extra, model,
+                                                                                     policy):
+    """3 servers of 4 T4 and one of 8 H200. The isolated time is at most every one-type
+    consolidated run, and no placement of any size it may take (every count per server, at the
+    world's step time) is faster; a run of the job alone gives rho >= 1. Mutants caught: the
+    default type only (the first server's, T4; rho 0.2-0.5 when the job runs on the H200
+    server), one-type rings only (a 9-GPU ring of 8 H200 and 1 T4 beats 9 T4 on 3 servers:
+    rho < 1), every ring at the fastest type's speed (faster than any placement)."""
+    import itertools
+
+    from ringsched.cluster import load_cluster
+    from ringsched.simulator.metrics import isolated_run_s
+
+    path = tmp_path / "mixed.yaml"
+    path.write_text(MIXED)
+    c = load_cluster(str(path))
+    sp = SpeedModel(c)
+    j = Job("j", 0.0, model, 64, 1e6, lo, lo + extra, U)
+    iso = isolated_run_s(j, c, sp)
+    typed = [j.work_samples / sp.throughput_sps(model, 64, consolidated_shape(w, g), gpu=t)
+             for t, g, n in (("t4", 4, 12), ("h200", 8, 8)) for w in range(lo, min(lo + extra, n) + 1)]
+    assert all(iso <= x * (1 + 1e-12) for x in typed)
+    hi = min(lo + extra, c.total_gpus)
+    sizes = range(min(lo, hi), hi + 1)
+    fastest = min(j.work_samples * sp.step_time_on(model, 64, pl) / (len(pl) * 64)
+                  for counts in itertools.product(*(range(s.gpus + 1) for s in c.servers))
+                  if sum(counts) in sizes for pl in [tuple(i for i, k in enumerate(counts) for _ in range(k))])
+    assert iso >= fastest * (1 - 1e-12)
+    r = Simulator([j], c, make_policy(policy), SimConfig()).run()
+    assert (r.jobs.ftf_rho.dropna() >= 1.0 - 1e-9).all()
+
+
 def test_a_rejected_job_is_charged_in_every_headline_metric():
     c = parse_spec("1x8")
     small, big = job(0, 500, 1, 1000.0, c), job(1, 0, 16, 100.0, c)

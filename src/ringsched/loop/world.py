@@ -7,6 +7,7 @@ the policy is asked and checks its answer; the world says what happens between d
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -54,14 +55,42 @@ class Roster:
 
 
 def isolated_run_s(job, cluster, speed: SpeedModel) -> float:
-    """The job's fastest run alone on the empty cluster: the minimum over every worker count
-    it may take (min_workers..max_workers, at most the cluster's GPUs) of its work over its
-    consolidated throughput (Themis' isolated time). Written once, for both worlds."""
-    gps = int(cluster.gpus.max())
+    """The job's fastest run alone on the empty cluster (Themis' isolated time): the minimum,
+    over every worker count it may take (min_workers..max_workers, at most the cluster's GPUs),
+    of its work over its consolidated throughput. On several GPU types (``_fastest_typed_sps``)
+    a ring runs at its slowest type's speed; the default type (the first server's) alone made
+    rho < 1 for jobs that ran on a faster one (worst rho 0.49 on T4 + H200). Written once, for
+    both worlds."""
     hi = min(job.max_workers, cluster.total_gpus)
     lo = min(job.min_workers, hi)
+    if len(cluster.gpu_types) > 1:
+        return job.work_samples / _fastest_typed_sps(job, cluster, speed, lo, hi)
+    gps = int(cluster.gpus.max())
     best = max(speed.throughput_sps(job.model, job.local_bsz, consolidated_shape(w, gps)) for w in range(lo, hi + 1))
     return job.work_samples / best
+
+
+def _fastest_typed_sps(job, cluster, speed: SpeedModel, lo: int, hi: int) -> float:
+    """The most samples/s of the job on a cluster of several GPU types: for every set of types,
+    the ring on their servers filled onto the fewest (the largest first), at the world's own
+    step time of that placement (``step_time_on``: a ring that spans types runs at its slowest).
+    One type alone, or a faster type topped up with a slower one on fewer servers, may win."""
+    types = cluster.gpu_types
+    best = 0.0
+    for r in range(1, len(types) + 1):
+        for chosen in itertools.combinations(types, r):
+            usable = sorted((i for i, s in enumerate(cluster.servers) if s.gpu in chosen),
+                            key=lambda i: (-cluster.servers[i].gpus, i))
+            for w in range(lo, min(hi, sum(cluster.servers[i].gpus for i in usable)) + 1):
+                placement, left = [], w
+                for i in usable:
+                    take = min(left, cluster.servers[i].gpus)
+                    placement += [i] * take
+                    left -= take
+                    if left == 0:
+                        break
+                best = max(best, w * job.local_bsz / speed.step_time_on(job.model, job.local_bsz, tuple(placement)))
+    return best
 
 
 def waiting_reason(js: JobState, policy_name: str, *, interrupted: bool = False, stalled: bool = False,

@@ -25,7 +25,9 @@ def _pos(name: str, v: float, *, zero: bool = False) -> None:
 
 
 def isolated_s(job, cluster, speed) -> float:
-    """The job alone on the empty cluster at its largest size, consolidated (as the simulator)."""
+    """The job alone on the empty cluster at its largest size, consolidated, on the first
+    server's GPU type: the deadline's reference (not the simulator's isolated time, which is
+    the fastest over sizes and types: ``loop.world.isolated_run_s``)."""
     from ringsched.perfmodel.speed import consolidated_shape
 
     w = min(job.max_workers, cluster.total_gpus)

@@ -102,3 +102,24 @@ def test_an_undone_swap_leaves_the_book_as_it_was_and_a_kept_one_takes_a_longer_
     assert undone  # (the check saw swaps undone)
     if seed == 0:
         assert kept  # (and kept)
+
+
+def test_a_plan_the_rho_guard_made_is_never_a_victim():
+    """1x8: a long 8-GPU plan within the lending lookahead and a short job whose offer failed.
+    The long plan is the victim, unless the fairness guard made it (``Gadget.guarded``).
+    Mutant caught: guarded plans left among the candidates (docs/objectives.md: never moved)."""
+    import numpy as np
+
+    from ringsched.policies.base import JobState, Nodes
+    from ringsched.policies.gadget.book import Plan
+
+    c = parse_spec("1x8")
+    long_, short = rigid("long", 0, 8, LONG_S, c), rigid("short", 0, 8, SHORT_S, c)
+    nodes = Nodes(c, np.ones(1, dtype=bool), 0.0, 300.0, SpeedModel(c))
+    g = Gadget()
+    g._ensure(nodes, [long_, short])
+    g.book.commit("long", Plan([(1, 70, (0,) * 8)], 70 * 300.0, 1.0, 0.0))
+    active = {"long": JobState(long_, 0, LONG_S), "short": JobState(short, 1, SHORT_S)}
+    assert displace_mod.victim(g, active["short"], nodes, 0, active)[0].job_id == "long"
+    g.guarded = {"long"}
+    assert displace_mod.victim(g, active["short"], nodes, 0, active) is None

@@ -118,10 +118,11 @@ def test_an_overdue_job_gets_its_earliest_plan_at_once():
     assert first.finish_s < late.finish_s
 
 
-def _room_case(guard_x: bool):
-    """1x8 at slot 0: an 8-GPU job ``w`` of 1,000 s alone, overdue, and three 1-GPU plans that
-    have not started: ``g`` (planned by the guard) in slots 1-5, ``x`` in slots 2-39 and ``y``
-    in slots 50-59 (``x`` guarded too when ``guard_x``)."""
+def _room_case(guard_x: bool, x_priority: int = 0):
+    """At slot 0: an 8-GPU job ``w`` of 1,000 s alone, overdue, and three 1-GPU plans on server
+    0 that have not started: ``g`` (planned by the guard) in slots 1-5, ``x`` in slots 2-39 and
+    ``y`` in slots 50-59 (``x`` guarded too when ``guard_x``, of ``x_priority``). Returns the
+    policy, ``w``'s state, the nodes, every job's state and ``w``'s plan from the ledger alone."""
     c = parse_spec("1x8")
     sp = SpeedModel(c)
     rate = sp.throughput_sps("resnet50", 64, consolidated_shape(8, 8))
@@ -129,13 +130,16 @@ def _room_case(guard_x: bool):
     nodes = Nodes(c, np.ones(1, dtype=bool), 0.0, 300.0, sp)
     g = Gadget()
     g._ensure(nodes, [w])
-    for jid, a, z in (("g", 1, 6), ("x", 2, 40), ("y", 50, 60)):
+    active = {"w": JobState(w, 0, 1000.0)}
+    for n, (jid, a, z) in enumerate((("g", 1, 6), ("x", 2, 40), ("y", 50, 60))):
+        j = Job(jid, 0.0, "resnet50", 64, rate, 1, 1, jct_utility(1000.0, 1), priority=x_priority if jid == "x" else 0)
+        active[jid] = JobState(j, n + 1, 1000.0)
         g.book.commit(jid, Plan([(a, z, (0,))], z * 300.0, 1.0, 0.0))
         g.last_try[jid] = 0
     g.guarded = {"g", "x"} if guard_x else {"g"}
     g.overdue = {"w"}
-    js = JobState(w, 0, 1000.0)
-    return g, js, nodes, g.offer(js, nodes, 0, must=True)
+    js = active["w"]
+    return g, js, nodes, active, g.offer(js, nodes, 0, must=True)
 
 
 def test_an_overdue_job_is_planned_ahead_of_plans_not_started():
@@ -144,9 +148,9 @@ def test_an_overdue_job_is_planned_ahead_of_plans_not_started():
     offer, ``y`` keeps its plan, ``g`` is not moved. Mutants caught: no room made (``w`` at 40),
     guarded plans moved too (``w`` at 0, ``g`` gone), plans that still fit not restored
     (``y`` gone), the displaced job not made due (``last_try`` kept)."""
-    g, js, nodes, plan = _room_case(guard_x=False)
+    g, js, nodes, active, plan = _room_case(guard_x=False)
     assert plan.first_slot == 40
-    assert make_room(g, js, plan, nodes, 0, {})
+    assert make_room(g, js, plan, nodes, 0, active, {})
     new = g.book.plans["w"]
     assert new.first_slot == 6 and new.finish_s < plan.finish_s
     assert "x" not in g.book.plans and "x" not in g.last_try
@@ -158,8 +162,8 @@ def test_an_overdue_job_is_planned_ahead_of_plans_not_started():
 def test_the_policy_makes_room_for_an_overdue_offer():
     """The same case through ``_offer_unplanned``: the overdue job's plan starts at slot 6 and
     counts as guarded. Mutant caught: the policy not calling ``make_room`` (slot 40)."""
-    g, js, nodes, _ = _room_case(guard_x=False)
-    g._offer_unplanned([js], {"w": js}, nodes, 0, {"w"}, {})
+    g, js, nodes, active, _ = _room_case(guard_x=False)
+    g._offer_unplanned([js], active, nodes, 0, {"w"}, {})
     assert g.book.plans["w"].first_slot == 6 and "w" in g.guarded
 
 
@@ -167,12 +171,46 @@ def test_no_room_made_when_nothing_finishes_sooner_leaves_the_book_as_it_was():
     """``x`` guarded too: nothing can move, ``w`` keeps what the ledger gave it, and the book's
     plans, ledger and release counts are as before. Mutant caught: the plans released and not
     restored (``y`` gone, the ledger emptied)."""
-    g, js, nodes, plan = _room_case(guard_x=True)
+    g, js, nodes, active, plan = _room_case(guard_x=True)
     before = ({k: list(p.segments) for k, p in g.book.plans.items()}, g.book.ledger.window(0, 70)[0].copy(),
               g.book.epoch)
-    assert not make_room(g, js, plan, nodes, 0, {})
+    assert not make_room(g, js, plan, nodes, 0, active, {})
     after = ({k: list(p.segments) for k, p in g.book.plans.items()}, g.book.ledger.window(0, 70)[0], g.book.epoch)
     assert after[0] == before[0] and np.array_equal(after[1], before[1]) and after[2] == before[2]
+
+
+def test_no_room_is_made_from_a_plan_of_higher_priority():
+    """``x`` of a higher priority than ``w``: its plan is not released (priority is a strict
+    class, as in displacement), so nothing finishes sooner and the book stays. Mutant caught:
+    priority ignored (``x`` unplanned, ``w`` at slot 6)."""
+    g, js, nodes, active, plan = _room_case(guard_x=False, x_priority=1)
+    assert not make_room(g, js, plan, nodes, 0, active, {})
+    assert g.book.plans["x"].segments == [(2, 40, (0,))] and "w" not in g.book.plans
+
+
+def test_a_server_down_now_does_not_unplan_the_plans_ahead_on_it():
+    """3x8, server 2 down now. 8-GPU plans: ``g`` (slot 0, started) and ``x`` (slots 1-39) on
+    server 0, ``h`` (slots 0-39, started) on server 1, ``y`` (slots 2-59) on server 2. ``w``
+    makes room on server 0 after ``g``; ``x`` is in its way, ``y`` is not and keeps its plan
+    (plans lie ahead, where the server may be back; the planner prices those slots at full
+    capacity too). Mutant caught: room checked against the capacity up now (``y`` dropped)."""
+    c = parse_spec("3x8")
+    sp = SpeedModel(c)
+    rate = sp.throughput_sps("resnet50", 64, consolidated_shape(8, 8))
+    w = Job("w", 0.0, "resnet50", 64, 1000.0 * rate, 8, 8, jct_utility(1000.0, 8))
+    nodes = Nodes(c, np.array([True, True, False]), 0.0, 300.0, sp)
+    g = Gadget()
+    g._ensure(nodes, [w])
+    active = {"w": JobState(w, 0, 1000.0)}
+    for n, (jid, a, z, srv) in enumerate((("g", 0, 1, 0), ("h", 0, 40, 1), ("x", 1, 40, 0), ("y", 2, 60, 2))):
+        active[jid] = JobState(Job(jid, 0.0, "resnet50", 64, rate, 8, 8, jct_utility(1000.0, 8)), n + 1, 1000.0)
+        g.book.commit(jid, Plan([(a, z, (srv,) * 8)], z * 300.0, 1.0, 0.0))
+    g.overdue = {"w"}
+    plan = g.offer(active["w"], nodes, 0, must=True)
+    assert plan.first_slot == 40
+    assert make_room(g, active["w"], plan, nodes, 0, active, {})
+    assert g.book.plans["w"].first_slot == 1 and "x" not in g.book.plans
+    assert g.book.plans["y"].segments == [(2, 60, (2,) * 8)]
 
 
 # ------------------------------------------------------------------------------ energy, deadline

@@ -42,8 +42,9 @@ def victim(policy, js, nodes, slot: int, active: dict):
     best = None
     for vid, plan in book.plans.items():
         vs = active.get(vid)
-        if vs is None or vid in policy.overdue or plan.first_slot > near or vs.job.priority > js.job.priority:
-            continue  # (priority is a strict class: a job never takes a higher one's GPUs)
+        if vs is None or vid in policy.overdue or vid in policy.guarded or plan.first_slot > near \
+                or vs.job.priority > js.job.priority:
+            continue  # (priority is a strict class: a job never takes a higher one's GPUs; the guard's plans stay)
         long = policy.alone_s(vs, nodes)
         if long <= short:
             continue

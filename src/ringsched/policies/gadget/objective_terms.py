@@ -49,9 +49,10 @@ def fits(ledger, plan, usage, capacity) -> bool:
     return all(ledger.first_overflow(a, z, *usage(pl), capacity) is None for a, z, pl in plan.segments)
 
 
-def make_room(policy, js, plan, nodes, slot: int, previous_allocations) -> bool:
+def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocations) -> bool:
     """Whether an overdue job (fairness) was planned ahead of plans that have not started yet.
-    Those plans (of jobs the guard did not plan) are released and the job gets the plan that
+    Those plans (of jobs the guard did not plan, of no higher priority: a strict class, as in
+    displacement) are released and the job gets the plan that
     finishes first, if it finishes before ``plan`` (what the ledger gave it as committed, or
     None; else the book is left as it was). Each released plan is committed again where the
     ledger still has room; a job whose plan no longer fits is left without one and offered at
@@ -61,8 +62,8 @@ def make_room(policy, js, plan, nodes, slot: int, previous_allocations) -> bool:
     got a plan at 206 ks: rho 126). Re-planning the displaced jobs at once, at any payoff, cost
     Jain's index (``syn-2.1-rigid`` 0.949 -> 0.928; docs/objectives.md)."""
     book = policy.book
-    movable = sorted((vid for vid, p in book.plans.items() if p.first_slot > slot and vid not in policy.guarded),
-                     key=book.commit_seq)
+    movable = sorted((vid for vid, p in book.plans.items() if p.first_slot > slot and vid not in policy.guarded
+                      and active[vid].job.priority <= js.job.priority), key=book.commit_seq)
     if not movable:
         return False
     mark = (book.epoch, list(book.freed))
@@ -76,7 +77,7 @@ def make_room(policy, js, plan, nodes, slot: int, previous_allocations) -> bool:
         return False
     book.commit(js.job_id, better)
     for vid in movable:
-        if fits(book.ledger, olds[vid], book.usage, nodes.capacity):
+        if fits(book.ledger, olds[vid], book.usage, book.ledger.gpus):  # (plans lie ahead: not a server down now)
             book.commit(vid, olds[vid])
         else:
             policy.last_try.pop(vid, None)  # (a new job to ``_offer_unplanned``: offered at the next decision)

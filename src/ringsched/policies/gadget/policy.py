@@ -280,8 +280,9 @@ class Gadget(Policy):
             if plan is not None and not must and self._too_late(js, plan, nodes):
                 plan = None  # (admission on time: a later plan would hold slots that later arrivals need)
             if jid in self.overdue and (plan is None or plan.first_slot > slot) and \
-                    make_room(self, js, plan, nodes, slot, previous_allocations):
+                    make_room(self, js, plan, nodes, slot, active, previous_allocations):
                 self.guarded.add(jid)
+                quick = {}  # (a release lowered prices: the decision's bounds may no longer hold)
                 continue
             if plan is not None and (plan.payoff > 0 or must):
                 self.book.commit(jid, plan)

@@ -120,6 +120,12 @@ class CommitmentBook:
         self.epoch += 1
         self.early_fail.pop(jid, None)
 
+    def fits(self, plan: Plan) -> bool:
+        """Whether every segment of ``plan`` still has room in the ledger, at the cluster's
+        capacity (a plan lies ahead, where a server down now may be back)."""
+        return all(self.ledger.first_overflow(a, z, *self.usage(pl), self.ledger.gpus) is None
+                   for a, z, pl in plan.segments)
+
     def commit_seq(self, jid: str) -> int:
         """The plan's place in commit order (the order releases go in)."""
         return self._seq[jid]

@@ -43,12 +43,6 @@ def past_commitments_s(plans, slot_s: float) -> float:
     return max((p.last_slot + 1 for p in plans.values()), default=0) * slot_s
 
 
-def fits(ledger, plan, usage, capacity) -> bool:
-    """Whether every segment of ``plan`` still has room in the ledger (``usage``: a placement's
-    GPUs and NIC share per server, ``CommitmentBook.usage``)."""
-    return all(ledger.first_overflow(a, z, *usage(pl), capacity) is None for a, z, pl in plan.segments)
-
-
 def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocations) -> bool:
     """Whether an overdue job (fairness) was planned ahead of plans that have not started yet.
     Those plans (of jobs the guard did not plan, of no higher priority: a strict class, as in
@@ -77,7 +71,7 @@ def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocat
         return False
     book.commit(js.job_id, better)
     for vid in movable:
-        if fits(book.ledger, olds[vid], book.usage, book.ledger.gpus):  # (plans lie ahead: not a server down now)
+        if book.fits(olds[vid]):
             book.commit(vid, olds[vid])
         else:
             policy.last_try.pop(vid, None)  # (a new job to ``_offer_unplanned``: offered at the next decision)

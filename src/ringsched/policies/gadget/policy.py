@@ -286,7 +286,10 @@ class Gadget(Policy):
                 continue
             if plan is not None and (plan.payoff > 0 or must):
                 self.book.commit(jid, plan)
-                (self.guarded.add if jid in self.overdue else self.guarded.discard)(jid)
+                if jid in self.overdue:
+                    self.guarded.add(jid)
+                else:
+                    self.guarded.discard(jid)
                 self.misses.pop(jid, None)
                 continue
             if swaps > 0:

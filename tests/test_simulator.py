@@ -204,6 +204,34 @@ def test_isolated_time_on_several_gpu_types_is_the_fastest_run_and_rho_stays_abo
     assert (r.jobs.ftf_rho.dropna() >= 1.0 - 1e-9).all()
 
 
+@settings(max_examples=25, deadline=None)
+@given(lo=st.integers(1, 16), extra=st.integers(0, 8),
+       model=st.sampled_from(["resnet50", "bert_base", "ncf", "yolov3", "resnet18_cifar10"]),
+       adaptive=st.booleans(), policy=st.sampled_from(["gadget", "pollux"]))
+def test_isolated_time_on_one_pcie_gpu_type_may_spread_the_ring(lo, extra, model, adaptive, policy):
+    """4 servers of 4 T4 (one type; workers on a server share its PCIe switch): the isolated
+    time equals the fastest run from the start on any placement of any size the job may take
+    (brute force over every count per server, at the world's rate: an adaptive-batch job at the
+    batch it picks there) and rho >= 1 for a job run alone. Mutants caught: the fewest servers
+    only on one type (the old rule: a 9-GPU yolov3 ring 4+4+1 against 3+3+3, up to 1.4x too
+    slow); an adaptive job's run at its own batch (pollux-w6-t4: rho 0.98 for cifar10 jobs)."""
+    import itertools
+
+    from ringsched.simulator.metrics import isolated_run_s
+
+    c = parse_spec("4x4,gpu=t4")
+    sp = SpeedModel(c)
+    j = Job("j", 0.0, model, 64, 1e6, lo, lo + extra, U, adaptive_batch=adaptive)
+    hi = min(lo + extra, c.total_gpus)
+    sizes = range(min(lo, hi), hi + 1)
+    fastest = min(j.work_samples / sp.progress_sps(j, 0.0, pl)
+                  for counts in itertools.product(*(range(s.gpus + 1) for s in c.servers))
+                  if sum(counts) in sizes for pl in [tuple(i for i, k in enumerate(counts) for _ in range(k))])
+    assert isolated_run_s(j, c, sp) == pytest.approx(fastest, rel=1e-12)
+    r = Simulator([j], c, make_policy(policy), SimConfig()).run()
+    assert (r.jobs.ftf_rho.dropna() >= 1.0 - 1e-9).all()
+
+
 def test_a_rejected_job_is_charged_in_every_headline_metric():
     c = parse_spec("1x8")
     small, big = job(0, 500, 1, 1000.0, c), job(1, 0, 16, 100.0, c)

@@ -7,7 +7,6 @@ the policy is asked and checks its answer; the world says what happens between d
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -15,7 +14,8 @@ import numpy as np
 
 from ringsched.cluster.model import Cluster
 from ringsched.job import Job
-from ringsched.perfmodel.speed import Placement, SpeedModel, consolidated_shape
+from ringsched.perfmodel.alone import fastest_alone_sps
+from ringsched.perfmodel.speed import Placement, SpeedModel
 from ringsched.policies.base import JobState, Nodes, Policy
 
 Change = tuple[str, Placement, Placement]  # (job, old placement, new placement)
@@ -55,52 +55,14 @@ class Roster:
 
 
 def isolated_run_s(job, cluster, speed: SpeedModel) -> float:
-    """The job's fastest run alone on the empty cluster (Themis' isolated time): the minimum,
-    over every worker count it may take (min_workers..max_workers, at most the cluster's GPUs),
-    of its work over its consolidated throughput. On several GPU types (``_fastest_typed_sps``)
-    a ring runs at its slowest type's speed; the default type (the first server's) alone made
-    rho < 1 for jobs that ran on a faster one (worst rho 0.49 on T4 + H200). Written once, for
-    both worlds."""
+    """The job's fastest run alone on the empty cluster (Themis' isolated time): its work over
+    the most samples/s of any worker count it may take (min_workers..max_workers, at most the
+    cluster's GPUs), on any set of GPU types, spread evenly over any number of servers, an
+    adaptive-batch job at the batch it would pick there (``perfmodel.alone``). Written once,
+    for both worlds."""
     hi = min(job.max_workers, cluster.total_gpus)
     lo = min(job.min_workers, hi)
-    if len(cluster.gpu_types) > 1:
-        return job.work_samples / _fastest_typed_sps(job, cluster, speed, lo, hi)
-    gps = int(cluster.gpus.max())
-    best = max(speed.throughput_sps(job.model, job.local_bsz, consolidated_shape(w, gps)) for w in range(lo, hi + 1))
-    return job.work_samples / best
-
-
-def _fastest_typed_sps(job, cluster, speed: SpeedModel, lo: int, hi: int) -> float:
-    """The most samples/s of the job on a cluster of several GPU types: for every set of types,
-    every worker count and every number k of servers, the ring spread as evenly as their
-    sizes allow over the k largest servers of those types, at the world's own step time of
-    that placement (``step_time_on``: a ring that spans types runs at its slowest). One type
-    alone, a faster type topped up with a slower one, or an even spread (fewer workers per
-    server: 3+3+3 beat 8+1 for a 9-GPU resnet50 ring on T4 + H200) may win."""
-    best = 0.0
-    for r in range(1, len(cluster.gpu_types) + 1):
-        for chosen in itertools.combinations(cluster.gpu_types, r):
-            usable = sorted((i for i, s in enumerate(cluster.servers) if s.gpu in chosen),
-                            key=lambda i: (-cluster.servers[i].gpus, i))
-            for k in range(1, len(usable) + 1):
-                servers = usable[:k]
-                room = sum(cluster.servers[i].gpus for i in servers)
-                for w in range(max(lo, k), min(hi, room) + 1):
-                    pl = _even_placement(w, servers, cluster)
-                    best = max(best, w * job.local_bsz / speed.step_time_on(job.model, job.local_bsz, pl))
-    return best
-
-
-def _even_placement(w: int, servers: list[int], cluster) -> tuple:
-    """``w`` workers over every one of ``servers``, as evenly as their sizes allow (the
-    smallest servers filled to their share first)."""
-    placement, left = [], w
-    by_size = sorted(servers, key=lambda i: (cluster.servers[i].gpus, i))
-    for n, i in enumerate(by_size):
-        take = min(cluster.servers[i].gpus, -(-left // (len(by_size) - n)))
-        placement += [i] * take
-        left -= take
-    return tuple(sorted(placement))
+    return job.work_samples / fastest_alone_sps(speed, job, lo, hi)
 
 
 def waiting_reason(js: JobState, policy_name: str, *, interrupted: bool = False, stalled: bool = False,

@@ -1,0 +1,64 @@
+"""A job's fastest run alone on the empty cluster: the reference of Themis' rho and of the
+isolated time every world reports (``loop.world.isolated_run_s``).
+
+Every worker count, every set of GPU types, every number k of servers, the ring spread as
+evenly as the servers' sizes allow over the k largest servers of those types, at the speed
+model's rate of that placement from the start (``progress_sps``: a ring that spans types runs
+at its slowest; an adaptive-batch job at the batch it picks there, kept for the run, with its
+statistical efficiency over the whole work). Packing onto the fewest servers is not always fastest: on GPUs that share a PCIe
+switch (T4) more workers per server slow every step, and 3+3+3 ran a 9-GPU resnet50 ring
+1.4x faster than 8+1 (the consolidated run alone then gave rho < 1 for evenly spread jobs)."""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from ringsched.perfmodel.speed import SpeedModel
+
+_BEST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # speed model -> {key: samples/s}
+
+
+def fastest_alone_sps(speed: SpeedModel, job, lo: int, hi: int) -> float:
+    """The most samples/s (at the job's own batch) of a ``lo``..``hi``-worker ring of ``job``
+    run alone on ``speed``'s cluster from its start (0 when no count fits); per worker count,
+    cached on the speed model (a refit, which bumps ``speed.version``, starts afresh)."""
+    memo = _BEST.setdefault(speed, {})
+    kind = (job.model, job.local_bsz, job.adaptive_batch, job.requested_gpus if job.adaptive_batch else 0)
+    best = 0.0
+    for w in range(max(lo, 1), hi + 1):
+        key = (speed.version, kind, w)
+        r = memo.get(key)
+        if r is None:
+            r = memo[key] = _fastest_at(speed, job, w)
+        best = max(best, r)
+    return best
+
+
+def _fastest_at(speed: SpeedModel, job, w: int) -> float:
+    """The most samples/s of a ``w``-worker ring: every set of types, every k servers, even spread."""
+    c = speed.cluster
+    best = 0.0
+    for r in range(1, len(c.gpu_types) + 1):
+        for chosen in itertools.combinations(c.gpu_types, r):
+            usable = sorted((i for i, s in enumerate(c.servers) if s.gpu in chosen),
+                            key=lambda i: (-c.servers[i].gpus, i))
+            room = 0
+            for k in range(1, min(w, len(usable)) + 1):
+                room += c.servers[usable[k - 1]].gpus
+                if room >= w:
+                    pl = even_placement(w, usable[:k], c)
+                    best = max(best, speed.progress_sps(job, 0.0, pl))
+    return best
+
+
+def even_placement(w: int, servers: list[int], cluster) -> tuple:
+    """``w`` workers over every one of ``servers``, as evenly as their sizes allow (the
+    smallest servers filled to their share first)."""
+    placement, left = [], w
+    by_size = sorted(servers, key=lambda i: (cluster.servers[i].gpus, i))
+    for n, i in enumerate(by_size):
+        take = min(cluster.servers[i].gpus, -(-left // (len(by_size) - n)))
+        placement += [i] * take
+        left -= take
+    return tuple(sorted(placement))

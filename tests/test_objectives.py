@@ -10,14 +10,14 @@ import pytest
 from ringsched.cluster.model import parse_spec
 from ringsched.errors import InputError
 from ringsched.job import Job
-from ringsched.experiment.objectives.builtin import alpha_fair_welfare, isolated_s
+from ringsched.experiment.objectives.builtin import alpha_fair_welfare
 from ringsched.experiment.objectives.curves import Curve, learning_curve, online_stop_epochs
 from ringsched.experiment.objectives.registry import objective_names, parse_objective
 from ringsched.experiment.run import run_one as run_with_objective
 from ringsched.utility import DeadlineUtility, jct_utility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.simulator import SimConfig, Simulator
-from ringsched.simulator.metrics import jain_index
+from ringsched.simulator.metrics import isolated_run_s, jain_index
 
 
 def job(i, arrival, gpus, seconds, cluster, *, model="resnet50", bsz=64, elastic=False):
@@ -81,7 +81,7 @@ def test_deadline_utilities_and_met_share():
     new = obj.prepare_jobs(jobs, c, SpeedModel(c))
     for j0, j in zip(jobs, new):
         assert isinstance(j.utility, DeadlineUtility)
-        d = max(2 * isolated_s(j0, c, SpeedModel(c)), 1000.0)
+        d = max(2 * isolated_run_s(j0, c, SpeedModel(c)), 1000.0)
         assert j.utility.deadline_s == pytest.approx(d) and j.utility.value == pytest.approx(j0.utility.value)
         assert float(j.utility(d)) == j.utility.value and float(j.utility(d + 1)) == 0.0
     # weigh=count (the default): the policies see one value for every job, the workload's mean
@@ -97,6 +97,27 @@ def test_deadline_utilities_and_met_share():
     met = (t.status == "completed") & (t.jct_s <= t.deadline_s + 1e-9)
     assert tight.summary["deadline_met"] == int(met.sum())
     assert tight.summary["total_utility"] == pytest.approx(float(t.max_utility[met].sum()))
+
+
+def test_a_deadline_is_slack_times_the_isolated_time_the_run_reports(tmp_path):
+    """On 3 servers of 4 T4 and one of 8 H200, a job's deadline is ``slack`` x the isolated time
+    the simulator reports for it (its fastest run alone, on any type): the objective and the
+    metrics share one reference. Mutant caught: the old reference (the largest size packed on
+    the first server's type, T4: deadlines up to 60x looser than the job's run on the H200)."""
+    from ringsched.cluster import load_cluster
+
+    path = tmp_path / "mixed.yaml"
+    path.write_text("servers:\n  - {count: 3, gpus: 4, gpu: t4}\n  - {count: 1, gpus: 8, gpu: h200}\n")
+    c = load_cluster(str(path))
+    jobs = [Job(f"j{i}", 100.0 * i, m, 64, 2e6, lo, hi, jct_utility(1.0, 3600.0))
+            for i, (m, lo, hi) in enumerate([("resnet50", 1, 8), ("bert", 2, 12), ("ncf", 1, 1), ("vgg16", 4, 16)])]
+    r = run_with_objective("deadline,slack=2,floor_s=0", jobs, c, "srtf")
+    obj = parse_objective("deadline,slack=2,floor_s=0")
+    obj.prepare_jobs(jobs, c, SpeedModel(c))
+    iso = r.jobs.set_index("job_id").isolated_s
+    for j in jobs:
+        assert obj.deadlines[j.job_id] == pytest.approx(2 * iso[j.job_id], rel=1e-12)
+
 
 
 # ------------------------------------------------------------------------------ energy

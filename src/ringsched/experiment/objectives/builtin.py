@@ -11,6 +11,7 @@ import numpy as np
 from ringsched.experiment.objectives.curves import converge_epochs, extend, learning_curve, online_stop_epochs
 from ringsched.utility.energy import J_PER_KWH, EnergyModel
 from ringsched.experiment.objectives.registry import Objective, declares, register_objective
+from ringsched.simulator.metrics import isolated_run_s
 from ringsched.utility.functions import DeadlineUtility
 
 
@@ -22,17 +23,6 @@ def _one_of(name: str, v: str, allowed: tuple[str, ...]) -> None:
 def _pos(name: str, v: float, *, zero: bool = False) -> None:
     if not (math.isfinite(v) and (v >= 0 if zero else v > 0)):
         raise ValueError(f"{name} must be a {'non-negative' if zero else 'positive'} number, got {v}")
-
-
-def isolated_s(job, cluster, speed) -> float:
-    """The job alone on the empty cluster at its largest size, consolidated, on the first
-    server's GPU type: the deadline's reference (not the simulator's isolated time, which is
-    the fastest over sizes and types: ``loop.world.isolated_run_s``)."""
-    from ringsched.perfmodel.speed import consolidated_shape
-
-    w = min(job.max_workers, cluster.total_gpus)
-    tput = speed.throughput_sps(job.model, job.local_bsz, consolidated_shape(w, int(cluster.gpus.max())))
-    return job.work_samples / tput
 
 
 def revalue(result, utilities: dict) -> None:
@@ -99,7 +89,7 @@ class Deadline(Objective):
         mean = float(np.mean(values)) if values else 1.0
         out = []
         for j, value in zip(jobs, values):
-            d = max(self.p.slack * isolated_s(j, cluster, speed), self.p.floor_s)
+            d = max(self.p.slack * isolated_run_s(j, cluster, speed), self.p.floor_s)
             self.deadlines[j.job_id] = d
             self.judged[j.job_id] = DeadlineUtility(value, d, self.p.decay_per_s)
             seen = value if self.p.weigh == "value" else mean

@@ -213,8 +213,8 @@ def test_isolated_time_on_one_pcie_gpu_type_may_spread_the_ring(lo, extra, model
     time equals the fastest run from the start on any placement of any size the job may take
     (brute force over every count per server, at the world's rate: an adaptive-batch job at the
     batch it picks there) and rho >= 1 for a job run alone. Mutants caught: the fewest servers
-    only on one type (the old rule: a 9-GPU yolov3 ring 4+4+1 against 3+3+3, up to 1.4x too
-    slow); an adaptive job's run at its own batch (pollux-w6-t4: rho 0.98 for cifar10 jobs)."""
+    only on one type (the old rule; on T4 an even spread can be faster); an adaptive job's run
+    at its own batch (pollux-w6-t4: rho 0.98 for cifar10 jobs)."""
     import itertools
 
     from ringsched.simulator.metrics import isolated_run_s

@@ -199,3 +199,25 @@ def test_ctrl_c_and_sigterm_keep_the_finished_cells(tmp_path, sig):
     cells = pd.read_parquet(out / "cells.parquet")
     assert 1 <= len(cells) < 6 and run.matched.split("] ")[1].startswith(
         f"{cells.workload.iloc[0]} seed 0 exact {cells.policy.iloc[0]}")
+
+
+def test_trades_separate_utility_bought_mean_jct_from_losses():
+    """``benchmarks/suite_against_each.py --trades``: a baseline faster but with far less utility
+    is a trade (its mean JCT does not count at the kept utility), one at least as good on both
+    is a loss. Mutants caught: no utility filter (the ratio 2.0 against the trade), the
+    dominance test on mean JCT alone (the trade listed as a loss)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "suite_against_each.py"
+    spec = importlib.util.spec_from_file_location("suite_against_each", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [("w", s, p, u, j) for s in (0, 1) for p, u, j in
+            (("gadget", 100.0, 200.0), ("fast", 60.0, 100.0), ("even", 101.0, 160.0), ("slow", 99.0, 400.0))]
+    cells = pd.DataFrame(rows, columns=["workload", "seed", "policy", "total_utility", "mean_jct_s"]).assign(estimates="exact")
+    t = mod.trades(cells, "gadget", keep=0.97).iloc[0]
+    assert t.fastest == "fast" and t.mean_jct_ratio == pytest.approx(2.0)
+    assert t.fastest_utility_ratio == pytest.approx(0.6)
+    assert t.mean_jct_ratio_at_utility == pytest.approx(200.0 / 160.0)
+    assert t.at_least_as_good_on_both == "even"

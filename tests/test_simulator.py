@@ -232,6 +232,47 @@ def test_isolated_time_on_one_pcie_gpu_type_may_spread_the_ring(lo, extra, model
     assert (r.jobs.ftf_rho.dropna() >= 1.0 - 1e-9).all()
 
 
+RACKED = {"interleaved": """racks:
+  - {name: r0, uplink_Bps: 1.0e9}
+  - {name: r1, uplink_Bps: 1.0e9}
+servers:
+  - {gpus: 4, gpu: t4, rack: r0}
+  - {gpus: 4, gpu: t4, rack: r1}
+  - {gpus: 4, gpu: t4, rack: r0}
+""", "larger elsewhere": """racks:
+  - {name: r0, uplink_Bps: 1.0e9}
+  - {name: r1, uplink_Bps: 1.0e9}
+servers:
+  - {count: 1, gpus: 6, gpu: t4, rack: r1}
+  - {count: 3, gpus: 3, gpu: t4, rack: r0}
+"""}
+
+
+@pytest.mark.parametrize("layout,model,w,adaptive", [
+    ("interleaved", "vgg16", 8, False), ("interleaved", "vgg16", 6, True), ("interleaved", "resnet50", 8, False),
+    ("larger elsewhere", "vgg16", 9, False), ("larger elsewhere", "vgg16", 7, True),
+    ("larger elsewhere", "bert_base", 5, False)])
+def test_isolated_time_with_racks_keeps_the_ring_in_one_rack_when_that_is_faster(tmp_path, layout, model, w, adaptive):
+    """Racks that interleave (servers 0 and 2 in one rack), or a larger server in another rack
+    than the smaller ones: the isolated time equals the fastest run from the start on any
+    placement (brute force). Mutant caught: servers taken largest first only (a vgg16 ring of
+    8 on servers 0+1 across racks, rho 0.61; of 9 as 6+3 across racks instead of 3+3+3, 0.41)."""
+    import itertools
+
+    from ringsched.cluster import load_cluster
+    from ringsched.simulator.metrics import isolated_run_s
+
+    path = tmp_path / "racked.yaml"
+    path.write_text(RACKED[layout])
+    c = load_cluster(str(path))
+    sp = SpeedModel(c)
+    j = Job("j", 0.0, model, 8, 1e6, w, w, U, adaptive_batch=adaptive)
+    fastest = min(j.work_samples / sp.progress_sps(j, 0.0, pl)
+                  for counts in itertools.product(*(range(s.gpus + 1) for s in c.servers)) if sum(counts) == w
+                  for pl in [tuple(i for i, k in enumerate(counts) for _ in range(k))])
+    assert isolated_run_s(j, c, sp) == pytest.approx(fastest, rel=1e-12)
+
+
 def test_a_rejected_job_is_charged_in_every_headline_metric():
     c = parse_spec("1x8")
     small, big = job(0, 500, 1, 1000.0, c), job(1, 0, 16, 100.0, c)

@@ -2,7 +2,8 @@
 isolated time every world reports (``loop.world.isolated_run_s``).
 
 Every worker count, every set of GPU types, every number k of servers, the ring spread as
-evenly as the servers' sizes allow over the k largest servers of those types, at the speed
+evenly as the servers' sizes allow over the k largest servers of those types (with racks, also
+the first k taken rack by rack: ``_orders``), at the speed
 model's rate of that placement from the start (``progress_sps``: a ring that spans types runs
 at its slowest; an adaptive-batch job at the batch it picks there, kept for the run, with its
 statistical efficiency over the whole work). Packing onto the fewest servers is not always fastest: on GPUs that share a PCIe
@@ -36,20 +37,38 @@ def fastest_alone_sps(speed: SpeedModel, job, lo: int, hi: int) -> float:
 
 
 def _fastest_at(speed: SpeedModel, job, w: int) -> float:
-    """The most samples/s of a ``w``-worker ring: every set of types, every k servers, even spread."""
+    """The most samples/s of a ``w``-worker ring: every set of types, every k servers (the
+    first k of each ``_orders``), even spread."""
     c = speed.cluster
     best = 0.0
     for r in range(1, len(c.gpu_types) + 1):
         for chosen in itertools.combinations(c.gpu_types, r):
-            usable = sorted((i for i, s in enumerate(c.servers) if s.gpu in chosen),
-                            key=lambda i: (-c.servers[i].gpus, i))
-            room = 0
-            for k in range(1, min(w, len(usable)) + 1):
-                room += c.servers[usable[k - 1]].gpus
-                if room >= w:
-                    pl = even_placement(w, usable[:k], c)
-                    best = max(best, speed.progress_sps(job, 0.0, pl))
+            usable = [i for i, s in enumerate(c.servers) if s.gpu in chosen]
+            for order in _orders(usable, c):
+                room = 0
+                for k in range(1, min(w, len(order)) + 1):
+                    room += c.servers[order[k - 1]].gpus
+                    if room >= w:
+                        pl = even_placement(w, order[:k], c)
+                        best = max(best, speed.progress_sps(job, 0.0, pl))
     return best
+
+
+def _orders(usable: list[int], cluster) -> list[list[int]]:
+    """Orders to take servers in: the largest first and, on a cluster with racks, also rack by
+    rack starting from each rack (its largest servers first, then the other racks by their
+    GPUs): a ring that crosses a rack is never faster, so the k largest servers alone missed
+    one-rack rings when racks interleave or a larger server sits in another rack."""
+    size = [s.gpus for s in cluster.servers]
+    orders = [sorted(usable, key=lambda i: (-size[i], i))]
+    racks = cluster.rack_index.tolist()
+    if len(cluster.racks) > 1:
+        total = {}
+        for i in usable:
+            total[racks[i]] = total.get(racks[i], 0) + size[i]
+        for first in sorted(total):
+            orders.append(sorted(usable, key=lambda i: (racks[i] != first, -total[racks[i]], racks[i], -size[i], i)))
+    return orders
 
 
 def even_placement(w: int, servers: list[int], cluster) -> tuple:

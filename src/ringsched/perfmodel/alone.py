@@ -68,7 +68,21 @@ def _orders(usable: list[int], cluster) -> list[list[int]]:
             total[racks[i]] = total.get(racks[i], 0) + size[i]
         for first in sorted(total):
             orders.append(sorted(usable, key=lambda i: (racks[i] != first, -total[racks[i]], racks[i], -size[i], i)))
-    return orders
+    # orders alike server by server (size, links, rack uplink, where a rack starts) give the same
+    # rings: one of each (evenly split racks of equal servers leave one or two)
+    seen, out = set(), []
+    for order in orders:
+        sig = tuple((cluster.servers[i].gpus, cluster.servers[i].gpu, cluster.servers[i].intra_Bps,
+                     cluster.servers[i].nic_Bps, _uplink(cluster, racks[i]), n == 0 or racks[i] != racks[order[n - 1]])
+                    for n, i in enumerate(order))
+        if sig not in seen:
+            seen.add(sig)
+            out.append(order)
+    return out
+
+
+def _uplink(cluster, rack: int) -> float | None:
+    return cluster.racks[rack].uplink_Bps if rack >= 0 else None
 
 
 def even_placement(w: int, servers: list[int], cluster) -> tuple:

@@ -104,11 +104,9 @@ def test_a_deadline_is_slack_times_the_isolated_time_the_run_reports(tmp_path):
     the simulator reports for it (its fastest run alone, on any type): the objective and the
     metrics share one reference. Mutant caught: the old reference (the largest size packed on
     the first server's type, T4: deadlines up to 60x looser than the job's run on the H200)."""
-    from ringsched.cluster import load_cluster
+    from test_isolated_time import MIXED, yaml_cluster
 
-    path = tmp_path / "mixed.yaml"
-    path.write_text("servers:\n  - {count: 3, gpus: 4, gpu: t4}\n  - {count: 1, gpus: 8, gpu: h200}\n")
-    c = load_cluster(str(path))
+    c = yaml_cluster(tmp_path, MIXED)
     jobs = [Job(f"j{i}", 100.0 * i, m, 64, 2e6, lo, hi, jct_utility(1.0, 3600.0))
             for i, (m, lo, hi) in enumerate([("resnet50", 1, 8), ("bert", 2, 12), ("ncf", 1, 1), ("vgg16", 4, 16)])]
     r = run_with_objective("deadline,slack=2,floor_s=0", jobs, c, "srtf")

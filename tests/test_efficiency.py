@@ -195,3 +195,65 @@ def test_gadget_sets_each_adaptive_jobs_progress_before_it_plans():
     assert any(want > 0.05 for _, want in seen)  # (some searches came mid-run)
     for got, want in seen:
         assert got == pytest.approx(max(want, 0.0), abs=1e-9)
+
+
+class _Pause(Policy):
+    """Runs the one job on server 0's first ``w`` GPUs, except for the one slot at ``pause_s``."""
+
+    name = "pause-test"
+    periodic = True
+
+    def __init__(self, w, pause_s):
+        self.w, self.pause_s = w, pause_s
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        if self.pause_s is not None and self.pause_s <= nodes.now_s < self.pause_s + nodes.slot_s:
+            return {}
+        return {js.job_id: (0,) * self.w for js in jobs}
+
+    def wakeup_s(self, now_s, slot_s):
+        return now_s + slot_s
+
+
+@pytest.mark.parametrize("model,bsz", [("resnet18_cifar10", 64), ("resnet50", 100), ("yolov3", 4)])
+@pytest.mark.parametrize("at", [0.2, 0.5, 0.8])
+def test_a_paused_adaptive_job_finishes_later_by_the_pause_exactly(model, bsz, at):
+    """An adaptive-batch job that runs at a batch above its user's, is stopped for one slot and
+    resumed on the same GPUs (same batch: checked; no restart cost) finishes exactly one slot
+    later. Its progress per second differs epoch by epoch, so a world that credits the work
+    before the stop at the average rate of the whole run (and then the average of what is left)
+    gave the pause for free and more: 14% sooner for resnet18_cifar10, 19% for yolov3, rho 0.81."""
+    c = parse_spec("1x8")
+    j = Job("a", 0.0, model, bsz, 3e8, 1, 8, jct_utility(1000.0, 1), requested_gpus=1, adaptive_batch=True)
+    cfg = SimConfig(slot_s=60, restart_s=0)
+    alone = float(Simulator([j], c, _Pause(8, None), cfg).run().jobs.finish_s.iloc[0])
+    pause_s = round(at * alone / 60) * 60
+    sp = SpeedModel(c)
+    from ringsched.perfmodel.goodput import run_batch
+    assert run_batch(sp, j, 0.0, (0,) * 8) == run_batch(sp, j, at * 3e8, (0,) * 8)
+    assert 8 * run_batch(sp, j, 0.0, (0,) * 8) != bsz  # (its efficiency differs by epoch)
+    r = Simulator([j], c, _Pause(8, pause_s), cfg).run()
+    assert float(r.jobs.finish_s.iloc[0]) == pytest.approx(alone + 60, rel=1e-12)
+    assert float(r.jobs.ftf_rho.iloc[0]) >= 1.0
+
+
+@pytest.mark.parametrize("model,user,batch,done", [("resnet18_cifar10", 64, 512, 0.0),
+                                                    ("resnet50", 400, 3200, 0.37),
+                                                    ("yolov3", 8, 128, 0.8)])
+@pytest.mark.parametrize("part", [0.01, 0.3, 0.99, 1.5])
+def test_done_after_runs_the_epochs_a_run_reaches(model, user, batch, done, part):
+    """``AdaptiveRun.done_after`` inverts the epoch-by-epoch time to finish: after running
+    ``part`` of the time left, the time left from where it got is the rest (and past the end,
+    the work is done); the constant ``rate_sps`` finishes exactly then too."""
+    from ringsched.perfmodel.efficiency import AdaptiveRun
+
+    ns, work, tput = noise_scale(model), 1e7, 1234.0
+    run = AdaptiveRun(ns, user, batch, tput, work)
+    left_s = _finish_by_epochs(ns, user, batch, tput, work, done)
+    assert (1 - done) * work / run.rate_sps(done * work) == pytest.approx(left_s, rel=1e-9)
+    got = run.done_after(done * work, part * left_s)
+    if part >= 1:
+        assert got == work
+        return
+    rest_s = _finish_by_epochs(ns, user, batch, tput, work, got / work)
+    assert rest_s == pytest.approx((1 - part) * left_s, rel=1e-9)

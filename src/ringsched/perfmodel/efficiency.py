@@ -89,6 +89,51 @@ class NoiseScale:
             left[-1] = 1.0
         return left.sum() / ((left * e_user) / e_run).sum(axis=1)
 
+    def epoch_ends(self, user_batch: float) -> np.ndarray:
+        """Where each epoch ends, as a share of the work counted at ``user_batch``."""
+        share = 1.0 / self.efficiency([user_batch])[0]
+        return np.cumsum(share / share.sum())
+
+
+@dataclass(frozen=True)
+class AdaptiveRun:
+    """An adaptive-batch job on one configuration: total batch ``batch`` at ``tput_sps``
+    samples per second. Its progress (samples at ``user_batch``) runs at tput x r_e in epoch e,
+    r_e = E_e(batch) / E_e(user_batch): piecewise constant, not constant. The world credits the
+    constant ``rate_sps`` that finishes exactly (``rate_factor``) and folds progress in with
+    ``done_after``, so that a run cut short is credited the epochs it ran, not the average of
+    the rest (a restarted CIFAR-10 job beat its time alone by 10% when it was)."""
+
+    ns: NoiseScale
+    user_batch: float
+    batch: float
+    tput_sps: float
+    work_samples: float
+
+    def rate_sps(self, done_samples: float) -> float:
+        """The constant rate that finishes the work left after ``done_samples`` when it does."""
+        if self.batch == self.user_batch:
+            return self.tput_sps
+        f = self.ns.rate_factor(self.user_batch, [self.batch], done_samples / self.work_samples)[0]
+        return self.tput_sps * float(f)
+
+    def done_after(self, done_samples: float, run_s: float) -> float:
+        """Samples done after running ``run_s`` seconds from ``done_samples`` (at most the work)."""
+        if self.batch == self.user_batch:
+            return min(self.work_samples, done_samples + run_s * self.tput_sps)
+        eff = self.ns.efficiency([self.user_batch, self.batch])
+        speed = self.tput_sps * eff[1] / eff[0] / self.work_samples  # share of the work per second
+        ends = self.ns.epoch_ends(self.user_batch)
+        x = done_samples / self.work_samples
+        span = np.clip(ends - np.maximum(x, np.concatenate(([0.0], ends[:-1]))), 0.0, None)
+        took = np.cumsum(span / speed)
+        e = int(np.searchsorted(took, run_s, side="left"))
+        if e >= len(ends):
+            return self.work_samples
+        start = x if e == 0 or ends[e - 1] < x else ends[e - 1]
+        before = took[e - 1] if e > 0 else 0.0
+        return min(self.work_samples, (max(start, x) + (run_s - before) * speed[e]) * self.work_samples)
+
 
 @cache
 def noise_scales() -> dict[str, NoiseScale]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ringsched.cluster.model import Cluster
-from ringsched.perfmodel.efficiency import noise_scale
+from ringsched.perfmodel.efficiency import AdaptiveRun, noise_scale
 from ringsched.perfmodel.gpus import GpuProfiles, default_profiles
 from ringsched.perfmodel.physical import ring_params
 from ringsched.perfmodel.ring import RingParams, step_time_s
@@ -146,19 +146,27 @@ class SpeedModel:
         A rigid-batch job: its throughput at its own per-GPU batch (efficiency 1, as before
         statistical efficiency existed). An adaptive-batch job with a measured noise scale:
         throughput at the per-GPU batch that maximises goodput on this placement, times the
-        statistical efficiency of its total batch relative to the user's (goodput.py)."""
+        statistical efficiency of its total batch relative to the user's (goodput.py), as the
+        constant rate that finishes its remaining work exactly (``AdaptiveRun``)."""
         if not placement:
             return 0.0
+        run = self.adaptive_run(job, done_samples, placement, inter_Bps)
+        if run is not None:
+            return run.rate_sps(done_samples)
+        w = len(placement)
+        return w * job.local_bsz / self.step_time_on(job.model, job.local_bsz, placement, inter_Bps)
+
+    def adaptive_run(self, job, done_samples: float, placement: Placement,
+                     inter_Bps: float | None = None) -> AdaptiveRun | None:
+        """An adaptive-batch job's configuration on ``placement`` (None for a rigid-batch job or
+        a model without a noise scale: its progress is its throughput, constant)."""
         ns = noise_scale(job.model)
-        if ns is None or not job.adaptive_batch:
-            w = len(placement)
-            return w * job.local_bsz / self.step_time_on(job.model, job.local_bsz, placement, inter_Bps)
+        if ns is None or not job.adaptive_batch or not placement:
+            return None
         from ringsched.perfmodel.goodput import run_batch
 
         local = run_batch(self, job, done_samples, placement)
         w = len(placement)
-        rate = w * local / self.step_time_on(job.model, local, placement, inter_Bps)
         user = job.requested_gpus * job.local_bsz
-        if w * local == user:
-            return rate
-        return rate * float(ns.rate_factor(user, [w * local], done_samples / job.work_samples)[0])
+        tput = w * local / self.step_time_on(job.model, local, placement, inter_Bps)
+        return AdaptiveRun(ns, user, w * local, tput, job.work_samples)

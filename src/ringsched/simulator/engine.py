@@ -27,6 +27,7 @@ Modelled costs and events:
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
@@ -39,6 +40,7 @@ import numpy as np
 from ringsched.cluster.model import Cluster
 from ringsched.job import Job
 from ringsched.utility.energy import EnergyModel
+from ringsched.perfmodel.efficiency import AdaptiveRun
 from ringsched.perfmodel.speed import Placement, SpeedModel
 from ringsched.loop import Change, DecisionLoop, Roster, isolated_run_s, waiting_reason
 from ringsched.policies.base import JobState, Nodes, Policy
@@ -112,6 +114,7 @@ class Simulator:
         self.first_estimate = [j.work_samples for j in shown]
         self.states = [JobState(j, n, self._isolated_s(j)) for n, j in enumerate(shown)]
         self.reestimates = [0] * len(shown)
+        self._runs: dict[int, AdaptiveRun] = {}  # adaptive-batch jobs' configurations (``_set_rate``)
         ids = [js.job_id for js in self.states]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique")
@@ -186,7 +189,12 @@ class Simulator:
         """Fold progress and attained service up to ``t`` into the stored values."""
         if self.cfg.mtbf_h is not None and js.rate_sps > 0:
             self._roll_checkpoint(js, t)
-        js.done_samples = js.done_at(t)
+        run = self._runs.get(js.index) if js.rate_sps > 0 else None
+        if run is None:
+            js.done_samples = js.done_at(t)
+        else:  # its progress is piecewise (epochs); the rate that finishes exactly is re-taken from here
+            js.done_samples = self._done_at(js, t)
+            js.rate_sps = run.rate_sps(js.done_samples)
         js.attained_gpu_s = js.attained_at(t)
         js.mark_s = t
         js.run_from_s = max(js.run_from_s, t)
@@ -196,7 +204,7 @@ class Simulator:
         n = math.floor((t - js.ckpt_anchor_s) / ck) if t > js.ckpt_anchor_s else 0
         if n > 0:
             at = js.ckpt_anchor_s + n * ck
-            js.ckpt_samples = js.done_at(at)
+            js.ckpt_samples = self._done_at(js, at)
             js.ckpt_anchor_s = at
 
     def _push_completion(self, js: JobState) -> None:
@@ -210,6 +218,25 @@ class Simulator:
     def _rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> float:
         # samples at the job's own batch per second: throughput x statistical efficiency
         return self.speed.progress_sps(js.job, js.done_samples, placement, inter_Bps)
+
+    def _set_rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> None:
+        """Run ``js`` on ``placement`` from its progress now; an adaptive-batch job keeps its
+        configuration, whose progress ``_done_at`` integrates epoch by epoch."""
+        run = self.speed.adaptive_run(js.job, js.done_samples, placement, inter_Bps)
+        if run is None:
+            self._runs.pop(js.index, None)
+            js.rate_sps = self._rate(js, placement, inter_Bps)
+        else:
+            self._runs[js.index] = run
+            js.rate_sps = run.rate_sps(js.done_samples)
+
+    def _done_at(self, js: JobState, t: float) -> float:
+        """The samples ``js`` has done at ``t``: exact also for an adaptive-batch job, whose
+        constant ``rate_sps`` is right only at its completion (``AdaptiveRun``)."""
+        run = self._runs.get(js.index) if js.rate_sps > 0 else None
+        if run is None:
+            return js.done_at(t)
+        return run.done_after(js.done_samples, max(0.0, t - js.run_from_s))
 
     def _release(self, placement: Placement) -> None:
         used = self.used
@@ -298,7 +325,7 @@ class Simulator:
                 js.ckpt_samples, js.ckpt_anchor_s = js.done_samples, js.run_from_s
                 self._take(p)
                 self.alloc[jid] = p
-                js.rate_sps = self._rate(js, p)
+                self._set_rate(js, p)
             else:
                 self.alloc.pop(jid, None)
                 js.rate_sps = 0.0
@@ -320,7 +347,7 @@ class Simulator:
             rate = self._rate(js, js.placement, bw)
             if rate != js.rate_sps:
                 self._materialize(js, t)
-                js.rate_sps = rate
+                self._set_rate(js, js.placement, bw)
                 self._push_completion(js)
 
     def stop_early(self, jobs: list[JobState], t: float) -> None:
@@ -364,6 +391,10 @@ class Simulator:
         if js.job.work_samples < self._work[idx]:  # outlived its estimate: not done yet
             js.done_samples = js.job.work_samples
             js.job = reestimate(js.job)
+            if idx in self._runs:  # the same configuration; its epochs now span the new estimate
+                run = dataclasses.replace(self._runs[idx], work_samples=js.job.work_samples)
+                self._runs[idx] = run
+                js.rate_sps = run.rate_sps(js.done_samples)
             js.isolated_s = self._isolated_s(js.job)
             self.reestimates[idx] += 1
             self._push_completion(js)

@@ -5,7 +5,7 @@ Every worker count, every set of GPU types, every number k of servers, the ring 
 evenly as the servers' sizes allow over the first k servers of those types, largest first
 (with racks, also rack by rack: ``_orders``), at the speed model's rate of that placement from
 the start (``progress_sps``: a ring that spans types runs at its slowest; an adaptive-batch
-job at the batch it picks there, kept for the run, with its statistical efficiency over the
+job at the batch it picks there in each epoch, with its statistical efficiency over the
 whole work). Packing onto the fewest servers is not always fastest: on GPUs that share a PCIe
 switch (T4) more workers per server slow every step, and 3+3+3 ran a 9-GPU resnet50 ring
 1.46x faster than 8+1 (the consolidated run alone then gave rho < 1 for evenly spread jobs)."""

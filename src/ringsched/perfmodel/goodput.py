@@ -5,17 +5,17 @@ a job at its user's total batch M_u = requested GPUs x local batch has goodput =
 A rigid-batch job (the default) always runs its user's per-GPU batch and the world credits
 its throughput (efficiency 1), also when an elastic policy resizes it: that keeps every result
 of before statistical efficiency, and is optimistic for such policies (docs/model.md). An
-**adaptive-batch** job (``Job.adaptive_batch``, as under AdaptDL/Pollux) picks, whenever it
-is (re)started, the per-GPU batch that maximises its goodput on the placement it got, among
-``batch_candidates`` (it keeps that batch until its next restart). Models without a measured
-noise scale have efficiency 1 everywhere, so their jobs keep their batch.
+**adaptive-batch** job (``Job.adaptive_batch``, as under AdaptDL/Pollux) runs, in every epoch
+of its training, the per-GPU batch among ``batch_candidates`` with the highest goodput on its
+placement (Pollux's simulator re-tunes the batch between epochs, without a restart). Models
+without a measured noise scale have efficiency 1 everywhere, so their jobs keep their batch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ringsched.perfmodel.efficiency import noise_scale
+from ringsched.perfmodel.efficiency import AdaptiveRun, NoiseScale, constant_rate, left_after, noise_scale
 from ringsched.perfmodel.ring import step_time_s
 from ringsched.perfmodel.speed import Placement, Shape, SpeedModel, consolidated_shape
 
@@ -45,30 +45,40 @@ def _max_local_bsz(speed: SpeedModel, job, gpu: str | None) -> int:
     return speed.typed(job.model, gpu).max_local_bsz
 
 
+def epoch_goodputs(job, ns: NoiseScale, totals, tputs) -> tuple[np.ndarray, np.ndarray]:
+    """Per epoch: the best goodput among candidate total batches ``totals`` run at throughputs
+    ``tputs`` (an adaptive job re-tunes its batch at every epoch), and which candidate it is."""
+    g = np.asarray(tputs, dtype=float)[:, None] * ns.gains(job.requested_gpus * job.local_bsz, totals)
+    best = np.argmax(g, axis=0)  # ties: the smaller batch
+    return g[best, np.arange(g.shape[1])], best
+
+
 def goodput_of(speed: SpeedModel, job, done_fraction: float, shape: Shape, gpu: str | None = None,
                inter_Bps: float | None = None) -> tuple[int, float]:
-    """(per-GPU batch, goodput in samples at the user's batch per second) of ``job`` on a
-    placement of ``shape``: the best candidate batch for an adaptive job, else its own."""
+    """(per-GPU batch now, goodput in samples at the user's batch per second) of ``job`` on a
+    placement of ``shape``: for an adaptive job the constant rate that finishes its remaining
+    work when it re-tunes at every epoch (``AdaptiveRun``), else its own batch's throughput."""
     w = shape[0]
     if w == 0:
         return job.local_bsz, 0.0
     cands = batch_candidates(job, w, _max_local_bsz(speed, job, gpu))
-    tput = np.array([w * m / speed.step_time_s(job.model, m, shape, inter_Bps, gpu) for m in cands])
+    tput = [w * m / speed.step_time_s(job.model, m, shape, inter_Bps, gpu) for m in cands]
     ns = noise_scale(job.model)
-    user = job.requested_gpus * job.local_bsz
-    if ns is not None and job.adaptive_batch:
-        totals = [w * m for m in cands]
-        tput = tput * ns.rate_factor(user, totals, done_fraction)
-    i = int(np.argmax(tput))  # ties: the smaller batch
-    return cands[i], float(tput[i])
+    if ns is None or not job.adaptive_batch:
+        return cands[0], float(tput[0])
+    per_epoch, best = epoch_goodputs(job, ns, [w * m for m in cands], tput)
+    ends = ns.epoch_ends(job.requested_gpus * job.local_bsz)
+    now = min(int(np.searchsorted(ends, done_fraction, side="right")), len(ends) - 1)
+    return cands[best[now]], float(constant_rate(left_after(ends, done_fraction), per_epoch))
 
 
-def run_batch(speed: SpeedModel, job, done_samples: float, placement: Placement) -> int:
-    """The per-GPU batch the job runs on ``placement`` (its own unless adaptive)."""
-    if not job.adaptive_batch or noise_scale(job.model) is None:
-        return job.local_bsz
-    gpu = speed.cluster.servers[placement[0]].gpu
-    return goodput_of(speed, job, done_samples / job.work_samples, speed.shape(placement), gpu)[0]
+def adaptive_run(speed: SpeedModel, job, placement: Placement, inter_Bps: float | None = None) -> AdaptiveRun:
+    """An adaptive job's run on ``placement``: per epoch, the best candidate batch's goodput."""
+    ns, w = noise_scale(job.model), len(placement)
+    cands = batch_candidates(job, w, _max_local_bsz(speed, job, speed.cluster.servers[placement[0]].gpu))
+    tput = [w * m / speed.step_time_on(job.model, m, placement, inter_Bps) for m in cands]
+    per_epoch, _ = epoch_goodputs(job, ns, [w * m for m in cands], tput)
+    return AdaptiveRun(ns.epoch_ends(job.requested_gpus * job.local_bsz), per_epoch, job.work_samples)
 
 
 def goodput_table(speed: SpeedModel, job, done_fraction: float, counts, gpus_per_server: int,
@@ -95,7 +105,11 @@ def goodput_table(speed: SpeedModel, job, done_fraction: float, counts, gpus_per
     d = np.array([s[2] for s in shape], dtype=float)
     tput = w * m / step_time_s(params, m, w, k, d, 1)
     ns = noise_scale(job.model)
-    if ns is not None and job.adaptive_batch:
-        tput = tput * ns.rate_factor(job.requested_gpus * job.local_bsz, w * m, done_fraction)
-    np.maximum.at(out, np.array(owner), tput)
-    return out
+    if ns is None or not job.adaptive_batch:
+        np.maximum.at(out, np.array(owner), tput)
+        return out
+    g = tput[:, None] * ns.gains(job.requested_gpus * job.local_bsz, w * m)
+    per_epoch = np.zeros((len(counts), g.shape[1]))
+    np.maximum.at(per_epoch, np.array(owner), g)
+    user = job.requested_gpus * job.local_bsz
+    return constant_rate(ns.left(user, done_fraction), per_epoch)

@@ -145,28 +145,23 @@ class SpeedModel:
 
         A rigid-batch job: its throughput at its own per-GPU batch (efficiency 1, as before
         statistical efficiency existed). An adaptive-batch job with a measured noise scale:
-        throughput at the per-GPU batch that maximises goodput on this placement, times the
-        statistical efficiency of its total batch relative to the user's (goodput.py), as the
-        constant rate that finishes its remaining work exactly (``AdaptiveRun``)."""
+        in each epoch, throughput at the per-GPU batch that maximises goodput on this placement
+        times the statistical efficiency of its total batch relative to the user's (goodput.py),
+        shown as the constant rate that finishes its remaining work exactly (``AdaptiveRun``)."""
         if not placement:
             return 0.0
-        run = self.adaptive_run(job, done_samples, placement, inter_Bps)
+        run = self.adaptive_run(job, placement, inter_Bps)
         if run is not None:
             return run.rate_sps(done_samples)
         w = len(placement)
         return w * job.local_bsz / self.step_time_on(job.model, job.local_bsz, placement, inter_Bps)
 
-    def adaptive_run(self, job, done_samples: float, placement: Placement,
-                     inter_Bps: float | None = None) -> AdaptiveRun | None:
-        """An adaptive-batch job's configuration on ``placement`` (None for a rigid-batch job or
-        a model without a noise scale: its progress is its throughput, constant)."""
-        ns = noise_scale(job.model)
-        if ns is None or not job.adaptive_batch or not placement:
+    def adaptive_run(self, job, placement: Placement, inter_Bps: float | None = None) -> AdaptiveRun | None:
+        """An adaptive-batch job's run on ``placement``, re-tuning its batch at every epoch
+        (goodput.py; None for a rigid-batch job or a model without a noise scale: its progress
+        is its throughput, constant)."""
+        if not job.adaptive_batch or noise_scale(job.model) is None or not placement:
             return None
-        from ringsched.perfmodel.goodput import run_batch
+        from ringsched.perfmodel.goodput import adaptive_run
 
-        local = run_batch(self, job, done_samples, placement)
-        w = len(placement)
-        user = job.requested_gpus * job.local_bsz
-        tput = w * local / self.step_time_on(job.model, local, placement, inter_Bps)
-        return AdaptiveRun(ns, user, w * local, tput, job.work_samples)
+        return adaptive_run(self, job, placement, inter_Bps)

@@ -220,9 +220,9 @@ class Simulator:
         return self.speed.progress_sps(js.job, js.done_samples, placement, inter_Bps)
 
     def _set_rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> None:
-        """Run ``js`` on ``placement`` from its progress now; an adaptive-batch job keeps its
-        configuration, whose progress ``_done_at`` integrates epoch by epoch."""
-        run = self.speed.adaptive_run(js.job, js.done_samples, placement, inter_Bps) if js.job.adaptive_batch else None
+        """Run ``js`` on ``placement`` from its progress now; an adaptive-batch job's progress,
+        one rate per epoch, is integrated by ``_done_at``."""
+        run = self.speed.adaptive_run(js.job, placement, inter_Bps) if js.job.adaptive_batch else None
         if run is None:
             self._runs.pop(js.index, None)
             js.rate_sps = self._rate(js, placement, inter_Bps)

@@ -19,7 +19,7 @@ Definitions (docs/metrics.md):
   old figure over 140 h at 9%) are left out; the report's time plots end there too. Both <= 1.
 * finish-time fairness (Themis) rho_j = JCT_j / isolated_j, isolated_j = the job's fastest
   run alone on the empty cluster over every size, GPU type and spread it may take
-  (``perfmodel/alone.py``; so rho >= 1 but for adaptive-batch jobs that restart, docs/metrics.md);
+  (``perfmodel/alone.py``; so rho >= 1, docs/metrics.md);
   with the charged JCT for unfinished jobs; worst = max over arrived jobs.
 * Jain's index over arrived jobs' speed (isolated / charged JCT): 1 is perfectly even.
 * energy: busy GPUs, idle GPUs on powered servers, powered servers (objectives/energy.py).

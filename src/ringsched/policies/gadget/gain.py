@@ -6,7 +6,7 @@ from __future__ import annotations
 
 def ring_rate(speed, js, placement: tuple, now_s: float) -> float:
     """Samples per second the world credits the job of ``js`` on ``placement`` at ``now_s`` (at
-    that placement's GPU type): an adaptive-batch job's goodput at the batch it picks there,
+    that placement's GPU type): an adaptive-batch job's goodput at the batches it picks there,
     which a wide ring's large total batch lowers. Lent at the throughput of its own batch
     instead, an 8-GPU BERT job on Pollux's T4 testbed was topped up from one server (51.6
     samples/s) onto two (39.8)."""

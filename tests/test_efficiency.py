@@ -259,8 +259,8 @@ def test_an_adaptive_job_re_tunes_its_batch_along_its_training(model, bsz, w):
 
 @pytest.mark.parametrize("model,user,batch,done", [("resnet18_cifar10", 64, 512, 0.0),
                                                     ("resnet50", 400, 3200, 0.37),
-                                                    ("yolov3", 8, 128, 0.8)])
-@pytest.mark.parametrize("part", [0.01, 0.3, 0.99, 1.5])
+                                                    ("yolov3", 8, 128, 0.8), ("yolov3", 8, 128, 0.365)])
+@pytest.mark.parametrize("part", [1e-4, 0.01, 0.3, 0.99, 1.5])
 def test_done_after_runs_the_epochs_a_run_reaches(model, user, batch, done, part):
     """``AdaptiveRun.done_after`` inverts the epoch-by-epoch time to finish: after running
     ``part`` of the time left, the time left from where it got is the rest (and past the end,
@@ -275,3 +275,46 @@ def test_done_after_runs_the_epochs_a_run_reaches(model, user, batch, done, part
         return
     rest_s = _finish_by_epochs(ns, user, batch, tput, work, got / work)
     assert rest_s == pytest.approx((1 - part) * left_s, rel=1e-9)
+
+
+class _Watch(_Pause):
+    """``_Pause`` that records, at every decision, the progress the policy is shown."""
+
+    def __init__(self, w, pause_s):
+        super().__init__(w, pause_s)
+        self.seen = []
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        self.seen += [(nodes.now_s, js.done_at(nodes.now_s), js.job.work_samples) for js in jobs]
+        return super().optimize(jobs, nodes, previous_allocations)
+
+
+@pytest.mark.parametrize("estimates", ["user:0.3", "user:2"])
+def test_an_adaptive_jobs_epochs_are_its_true_works_whatever_the_estimate(estimates):
+    """The world runs the true training: an adaptive job's epochs are shares of its true work,
+    so alone (paused for one slot or not) it finishes when it does with exact estimates, while
+    the policy is shown a rate that finishes the estimate. Epochs over the estimate made a
+    deepspeech2 job under a 0.3 estimate finish 20% sooner than alone (rho 0.80), and under an
+    estimate of 2x a one-minute pause cost it over an hour."""
+    c = parse_spec("1x8")
+    j = Job("a", 0.0, "deepspeech2", 10, 3e8, 1, 8, jct_utility(1000.0, 1), requested_gpus=1, adaptive_batch=True)
+    exact = Simulator([j], c, _Pause(8, None), SimConfig(slot_s=60, restart_s=0)).run()
+    alone = float(exact.jobs.finish_s.iloc[0])
+    for pause_s in (None, round(0.4 * alone / 60) * 60):
+        r = Simulator([j], c, _Pause(8, pause_s), SimConfig(slot_s=60, restart_s=0, estimates=estimates)).run()
+        assert float(r.jobs.finish_s.iloc[0]) == pytest.approx(alone + (60 if pause_s else 0), rel=1e-9)
+        assert (int(r.jobs.reestimates.iloc[0]) > 0) == (estimates == "user:0.3")
+
+
+def test_a_policy_is_shown_the_progress_the_world_made():
+    """At every decision an adaptive job's progress as the policy reads it is the world's,
+    integrated epoch by epoch (not the constant shown rate's projection, 20% of the work off for
+    deepspeech2 a quarter into its run)."""
+    c = parse_spec("1x8")
+    j = Job("a", 0.0, "deepspeech2", 10, 3e8, 1, 8, jct_utility(1000.0, 1), requested_gpus=1, adaptive_batch=True)
+    pol = _Watch(8, None)
+    Simulator([j], c, pol, SimConfig(slot_s=600, restart_s=0)).run()
+    run = SpeedModel(c).adaptive_run(j, (0,) * 8)
+    assert len(pol.seen) > 5
+    for now, done, _ in pol.seen:
+        assert done == pytest.approx(run.done_after(0.0, now), rel=1e-9, abs=1e-3)

@@ -320,7 +320,7 @@ def test_a_grown_lent_ring_gives_its_extra_gpus_to_waiting_jobs_first():
 
 def test_an_adaptive_batch_job_is_not_topped_up_onto_a_ring_that_runs_it_slower():
     """Top-ups (and type upgrades) weigh a ring at what the world credits: an adaptive-batch
-    job's goodput at the batch it picks there. BERT asked on 8 T4s, planned on one 4-GPU
+    job's goodput at the batches it picks there. BERT asked on 8 T4s, planned on one 4-GPU
     server of 2x4: across both servers its goodput is 39.5 samples/s against 51.6 on one,
     though its throughput at its own batch is higher there. Mutant caught: ``ring_rate`` at the
     throughput of the job's own batch (it is topped up to both servers and ends 25% later)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,8 +14,11 @@ from hypothesis import strategies as st
 from ringsched.cluster import load_cluster
 from ringsched.cluster.model import parse_spec
 from ringsched.job import Job
+from ringsched.perfmodel.efficiency import AdaptiveRun
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
+from ringsched.perfmodel.alone import even_placement
 from ringsched.policies import make_policy
+from ringsched.policies.base import Policy
 from ringsched.simulator import SimConfig, Simulator
 from ringsched.simulator.metrics import isolated_run_s
 from test_simulator import U
@@ -27,10 +31,15 @@ def yaml_cluster(tmp_path, text: str):
 
 
 def fastest_s(job, cluster, speed, sizes) -> float:
-    """The brute-force fastest run from the start over every per-server count of any size in ``sizes``."""
-    return min(job.work_samples / speed.progress_sps(job, 0.0, pl)
-               for counts in itertools.product(*(range(s.gpus + 1) for s in cluster.servers)) if sum(counts) in sizes
-               for pl in [tuple(i for i, k in enumerate(counts) for _ in range(k))])
+    """The brute-force fastest run from the start over every per-server count of any size in
+    ``sizes``; an adaptive-batch job's in every epoch at the fastest of them."""
+    pls = [tuple(i for i, k in enumerate(counts) for _ in range(k))
+           for counts in itertools.product(*(range(s.gpus + 1) for s in cluster.servers)) if sum(counts) in sizes]
+    runs = [speed.adaptive_run(job, pl) for pl in pls]
+    if runs[0] is None:
+        return min(job.work_samples / speed.progress_sps(job, 0.0, pl) for pl in pls)
+    best = np.max([r.epoch_sps for r in runs], axis=0)
+    return AdaptiveRun(runs[0].ends, best, job.work_samples).time_to(0.0, job.work_samples)
 
 
 @settings(max_examples=40, deadline=None)
@@ -86,8 +95,8 @@ def test_isolated_time_on_several_gpu_types_is_the_fastest_run_and_rho_stays_abo
 def test_isolated_time_on_one_pcie_gpu_type_may_spread_the_ring(lo, extra, model, adaptive, policy):
     """4 servers of 4 T4 (one type; workers on a server share its PCIe switch): the isolated
     time equals the fastest run from the start on any placement of any size the job may take
-    (brute force over every count per server, at the world's rate: an adaptive-batch job at the
-    batch it picks there) and rho >= 1 for a job run alone. Mutants caught: the fewest servers
+    (brute force over every count per server, at the world's rate: an adaptive-batch job in
+    every epoch at the fastest of them) and rho >= 1 for a job run alone. Mutants caught: the fewest servers
     only on one type (the old rule; on T4 an even spread can be faster); an adaptive job's run
     at its own batch (pollux-w6-t4: rho 0.967 for cifar10 jobs)."""
     c = parse_spec("4x4,gpu=t4")
@@ -129,3 +138,38 @@ def test_isolated_time_with_racks_keeps_the_ring_in_one_rack_when_that_is_faster
     sp = SpeedModel(c)
     j = Job("j", 0.0, model, 8, 1e6, w, w, U, adaptive_batch=adaptive)
     assert isolated_run_s(j, c, sp) == pytest.approx(fastest_s(j, c, sp, (w,)), rel=1e-12)
+
+
+class _Switch(Policy):
+    """Runs the one job on one GPU until ``at_s``, then on every GPU of the cluster."""
+
+    name = "switch-test"
+    periodic = True
+    rigid = False
+
+    def __init__(self, at_s):
+        self.at_s = at_s
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        c = nodes.cluster
+        every = tuple(s for s in range(c.num_servers) for _ in range(int(c.gpus[s])))
+        return {js.job_id: (0,) if nodes.now_s < self.at_s else every for js in jobs}
+
+    def wakeup_s(self, now_s, slot_s):
+        return now_s + slot_s
+
+
+def test_an_adaptive_job_moved_along_its_training_does_not_beat_its_time_alone():
+    """yolov3 on 4x8 T4 gains most on one GPU early in its training and on all 32 later: a run
+    that moves it once (a restart) beats every single placement by a quarter, so its time alone
+    takes the fastest placement epoch by epoch. Mutant caught: the fastest single placement
+    (rho 0.74 for this run)."""
+    c = parse_spec("4x8,gpu=t4")
+    sp = SpeedModel(c)
+    j = Job("a", 0.0, "yolov3", 8, 3e7, 1, 32, U, requested_gpus=1, adaptive_batch=True)
+    r = Simulator([j], c, _Switch(20_000.0), SimConfig(slot_s=60, restart_s=30)).run()
+    finish = float(r.jobs.finish_s.iloc[0])
+    single = min(j.work_samples / sp.progress_sps(j, 0.0, even_placement(w, list(range(k)), c))
+                 for w in range(1, 33) for k in range(-(-w // 8), min(w, 4) + 1))
+    assert finish < 0.8 * single
+    assert float(r.jobs.ftf_rho.iloc[0]) >= 1.0 - 1e-9

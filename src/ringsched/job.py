@@ -28,7 +28,7 @@ class Job:
     utility: Utility
     requested_gpus: int | None = None
     tenant: str = ""  # virtual cluster / user, for fair-share policies; "" when unknown
-    # True: the job picks its per-GPU batch for goodput at every (re)start, as AdaptDL jobs do
+    # True: the job re-tunes its per-GPU batch for goodput at every epoch, as AdaptDL jobs do
     # under Pollux (perfmodel/goodput.py); False: it runs ``local_bsz`` (rigid batch)
     adaptive_batch: bool = False
     # Slurm's job priority: among jobs competing for GPUs a higher one is offered them first

@@ -58,7 +58,7 @@ def isolated_run_s(job, cluster, speed: SpeedModel) -> float:
     """The job's fastest run alone on the empty cluster (Themis' isolated time): its work over
     the most samples/s of any worker count it may take (min_workers..max_workers, at most the
     cluster's GPUs), on any set of GPU types, spread evenly over any number of servers, an
-    adaptive-batch job at the batch it would pick there (``perfmodel.alone``). Written once,
+    adaptive-batch job in each epoch at the fastest of them (``perfmodel.alone``). Written once,
     for both worlds."""
     hi = min(job.max_workers, cluster.total_gpus)
     lo = min(job.min_workers, hi)

@@ -4,17 +4,22 @@ isolated time every world reports (``loop.world.isolated_run_s``).
 Every worker count, every set of GPU types, every number k of servers, the ring spread as
 evenly as the servers' sizes allow over the first k servers of those types, largest first
 (with racks, also rack by rack: ``_orders``), at the speed model's rate of that placement from
-the start (``progress_sps``: a ring that spans types runs at its slowest; an adaptive-batch
-job at the batch it picks there in each epoch, with its statistical efficiency over the
-whole work). Packing onto the fewest servers is not always fastest: on GPUs that share a PCIe
-switch (T4) more workers per server slow every step, and 3+3+3 ran a 9-GPU resnet50 ring
-1.46x faster than 8+1 (the consolidated run alone then gave rho < 1 for evenly spread jobs)."""
+the start (``progress_sps``: a ring that spans types runs at its slowest). An adaptive-batch
+job's goodput differs by epoch and so may its fastest placement (yolov3 on 4x8 T4: one GPU
+early, 32 later): its time alone takes, in every epoch, the fastest placement's goodput, as if
+it moved between them for free, a bound no run beats (a run that moved once was 29% faster
+than the best single placement, rho 0.72 against that). Packing onto the fewest servers is not
+always fastest: on GPUs that share a PCIe switch (T4) more workers per server slow every step,
+and 3+3+3 ran a 9-GPU resnet50 ring 1.46x faster than 8+1 (the consolidated run alone then gave rho < 1 for evenly spread jobs)."""
 
 from __future__ import annotations
 
 import itertools
 import weakref
 
+import numpy as np
+
+from ringsched.perfmodel.efficiency import constant_rate, left_after, noise_scale
 from ringsched.perfmodel.speed import SpeedModel
 
 _BEST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # speed model -> {key: samples/s}
@@ -35,8 +40,11 @@ def fastest_alone_sps(speed: SpeedModel, job, lo: int, hi: int) -> float:
         r = memo.get(key)
         if r is None:
             r = memo[key] = _fastest_at(speed, job, w, orders)
-        best = max(best, r)
-    return best
+        best = np.maximum(best, r)
+    if np.ndim(best) == 0:
+        return float(best)
+    ends = noise_scale(job.model).epoch_ends(job.requested_gpus * job.local_bsz)
+    return float(constant_rate(left_after(ends, 0.0), best))
 
 
 def _server_orders(cluster) -> list[list[int]]:
@@ -48,9 +56,9 @@ def _server_orders(cluster) -> list[list[int]]:
     return out
 
 
-def _fastest_at(speed: SpeedModel, job, w: int, orders: list[list[int]]) -> float:
+def _fastest_at(speed: SpeedModel, job, w: int, orders: list[list[int]]):
     """The most samples/s of a ``w``-worker ring spread evenly over the first k servers of any
-    of ``orders``, for every k that has room."""
+    of ``orders``, for every k that has room (for an adaptive-batch job, per epoch)."""
     c = speed.cluster
     best = 0.0
     for order in orders:
@@ -58,7 +66,9 @@ def _fastest_at(speed: SpeedModel, job, w: int, orders: list[list[int]]) -> floa
         for k in range(1, min(w, len(order)) + 1):
             room += c.servers[order[k - 1]].gpus
             if room >= w:
-                best = max(best, speed.progress_sps(job, 0.0, even_placement(w, order[:k], c)))
+                pl = even_placement(w, order[:k], c)
+                run = speed.adaptive_run(job, pl)
+                best = np.maximum(best, speed.progress_sps(job, 0.0, pl) if run is None else run.epoch_sps)
     return best
 
 

@@ -125,12 +125,22 @@ class AdaptiveRun:
     epoch_sps: np.ndarray  # (epochs,) progress per second in each epoch
     work_samples: float
 
-    def rate_sps(self, done_samples: float) -> float:
-        """The constant rate that finishes the work left after ``done_samples`` when it does."""
-        return float(constant_rate(left_after(self.ends, done_samples / self.work_samples), self.epoch_sps))
+    def rate_sps(self, done_samples: float, work_samples: float | None = None) -> float:
+        """The constant rate that finishes the work left after ``done_samples`` when it does, of
+        this run's work or, shown to a policy, of ``work_samples`` (an estimate)."""
+        work = self.work_samples if work_samples is None else work_samples
+        return float(constant_rate(left_after(self.ends, done_samples / work), self.epoch_sps))
+
+    def time_to(self, done_samples: float, target_samples: float) -> float:
+        """Seconds from ``done_samples`` to ``target_samples`` (at most the work), epoch by epoch."""
+        starts = np.concatenate(([0.0], self.ends[:-1]))
+        x, y = done_samples / self.work_samples, min(target_samples / self.work_samples, 1.0)
+        span = np.clip(np.minimum(self.ends, y) - np.maximum(x, starts), 0.0, None)
+        return float((span * self.work_samples / self.epoch_sps).sum())
 
     def done_after(self, done_samples: float, run_s: float) -> float:
-        """Samples done after running ``run_s`` seconds from ``done_samples`` (at most the work)."""
+        """Samples done after running ``run_s`` >= 0 seconds from ``done_samples`` (at most the
+        work)."""
         speed = self.epoch_sps / self.work_samples  # share of the work per second
         x = done_samples / self.work_samples
         starts = np.concatenate(([0.0], self.ends[:-1]))

@@ -114,7 +114,8 @@ class Simulator:
         self.first_estimate = [j.work_samples for j in shown]
         self.states = [JobState(j, n, self._isolated_s(j)) for n, j in enumerate(shown)]
         self.reestimates = [0] * len(shown)
-        self._runs: dict[int, AdaptiveRun] = {}  # adaptive-batch jobs' configurations (``_set_rate``)
+        # running adaptive-batch jobs, over their true work (``_set_rate``)
+        self._runs: dict[int, AdaptiveRun] = {}
         ids = [js.job_id for js in self.states]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique")
@@ -192,9 +193,9 @@ class Simulator:
         run = self._runs.get(js.index) if js.rate_sps > 0 else None
         if run is None:
             js.done_samples = js.done_at(t)
-        else:  # its progress is piecewise (epochs); the rate that finishes exactly is re-taken from here
+        else:  # its progress is piecewise (epochs); the rate shown is re-taken from here
             js.done_samples = self._done_at(js, t)
-            js.rate_sps = run.rate_sps(js.done_samples)
+            js.rate_sps = run.rate_sps(js.done_samples, js.job.work_samples)
         js.attained_gpu_s = js.attained_at(t)
         js.mark_s = t
         js.run_from_s = max(js.run_from_s, t)
@@ -212,7 +213,9 @@ class Simulator:
         js.version += 1
         if js.rate_sps > 0:
             until = min(js.job.work_samples, self._work[js.index])
-            c = js.run_from_s + (until - js.done_samples) / js.rate_sps
+            run = self._runs.get(js.index)
+            left_s = (until - js.done_samples) / js.rate_sps if run is None else run.time_to(js.done_samples, until)
+            c = js.run_from_s + left_s
             heapq.heappush(self._done_heap, (c, js.index, js.version))
 
     def _rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> float:
@@ -220,15 +223,17 @@ class Simulator:
         return self.speed.progress_sps(js.job, js.done_samples, placement, inter_Bps)
 
     def _set_rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> None:
-        """Run ``js`` on ``placement`` from its progress now; an adaptive-batch job's progress,
-        one rate per epoch, is integrated by ``_done_at``."""
+        """Run ``js`` on ``placement`` from its progress now. An adaptive-batch job's progress,
+        one rate per epoch over its true work (its epochs are the real training's), is
+        integrated by ``_done_at``; the policy is shown the constant rate that finishes the
+        work it is shown (the estimate), as for any job."""
         run = self.speed.adaptive_run(js.job, placement, inter_Bps) if js.job.adaptive_batch else None
         if run is None:
             self._runs.pop(js.index, None)
             js.rate_sps = self._rate(js, placement, inter_Bps)
         else:
-            self._runs[js.index] = run
-            js.rate_sps = run.rate_sps(js.done_samples)
+            run = self._runs[js.index] = dataclasses.replace(run, work_samples=self._work[js.index])
+            js.rate_sps = run.rate_sps(js.done_samples, js.job.work_samples)
 
     def _done_at(self, js: JobState, t: float) -> float:
         """The samples ``js`` has done at ``t``: exact also for an adaptive-batch job, whose
@@ -236,7 +241,7 @@ class Simulator:
         run = self._runs.get(js.index) if js.rate_sps > 0 else None
         if run is None:
             return js.done_at(t)
-        return run.done_after(js.done_samples, max(0.0, t - js.run_from_s))
+        return min(js.job.work_samples, run.done_after(js.done_samples, max(0.0, t - js.run_from_s)))
 
     def _release(self, placement: Placement) -> None:
         used = self.used
@@ -267,7 +272,12 @@ class Simulator:
         return self.active
 
     def fold(self, jobs, t: float) -> None:
-        """Progress is lazy here: a job state reads exactly at any time."""
+        """Progress is lazy here: a job state reads exactly at any time, but for a running
+        adaptive-batch job, whose rate differs by epoch: its progress is folded in now."""
+        for idx in self._runs:
+            js = self.states[idx]
+            if js.status == "active" and js.rate_sps > 0:
+                self._materialize(js, t)
 
     def arrivals(self, t: float) -> list[JobState]:
         states, nxt = self.states, self._next
@@ -362,6 +372,7 @@ class Simulator:
             js.rate_sps = 0.0
             js.version += 1
             js.status = "completed"
+            self._runs.pop(js.index, None)
             js.finish_s = t
             js.stopped_early = True
             self.roster.end(js)
@@ -391,10 +402,8 @@ class Simulator:
         if js.job.work_samples < self._work[idx]:  # outlived its estimate: not done yet
             js.done_samples = js.job.work_samples
             js.job = reestimate(js.job)
-            if idx in self._runs:  # the same configuration; its epochs now span the new estimate
-                run = dataclasses.replace(self._runs[idx], work_samples=js.job.work_samples)
-                self._runs[idx] = run
-                js.rate_sps = run.rate_sps(js.done_samples)
+            if idx in self._runs:  # the same run; the rate shown now finishes the new estimate
+                js.rate_sps = self._runs[idx].rate_sps(js.done_samples, js.job.work_samples)
             js.isolated_s = self._isolated_s(js.job)
             self.reestimates[idx] += 1
             self._push_completion(js)
@@ -407,6 +416,7 @@ class Simulator:
         js.placement = ()
         js.rate_sps = 0.0
         js.status = "completed"
+        self._runs.pop(idx, None)
         js.finish_s = c
         self.roster.end(js)
         if self.cfg.contention:

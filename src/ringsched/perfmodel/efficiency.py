@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -82,11 +82,14 @@ class NoiseScale:
         eff = self.efficiency(np.concatenate(([float(user_batch)], b)))
         return eff[1:] / eff[0]
 
+    @lru_cache(maxsize=256)
     def epoch_ends(self, user_batch: float) -> np.ndarray:
         """Where each epoch ends, as a share of the work counted at ``user_batch`` (epoch e holds
-        a share proportional to 1 / E_e(user_batch))."""
+        a share proportional to 1 / E_e(user_batch)); read-only, computed once per batch."""
         share = 1.0 / self.efficiency([user_batch])[0]
-        return np.cumsum(share / share.sum())
+        ends = np.cumsum(share / share.sum())
+        ends.setflags(write=False)
+        return ends
 
     def left(self, user_batch: float, done_fraction: float) -> np.ndarray:
         """The share of the work in each epoch still to run after ``done_fraction``."""

@@ -10,7 +10,8 @@ early, 32 later): its time alone takes, in every epoch, the fastest placement's 
 it moved between them for free, a bound no run beats (a run that moved once was 29% faster
 than the best single placement, rho 0.72 against that). Packing onto the fewest servers is not
 always fastest: on GPUs that share a PCIe switch (T4) more workers per server slow every step,
-and 3+3+3 ran a 9-GPU resnet50 ring 1.46x faster than 8+1 (the consolidated run alone then gave rho < 1 for evenly spread jobs)."""
+and 3+3+3 ran a 9-GPU resnet50 ring 1.46x faster than 8+1 (the consolidated run alone then
+gave rho < 1 for evenly spread jobs)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def _fastest_at(speed: SpeedModel, job, w: int, orders: list[list[int]]):
             room += c.servers[order[k - 1]].gpus
             if room >= w:
                 pl = even_placement(w, order[:k], c)
-                run = speed.adaptive_run(job, pl)
+                run = speed.adaptive_run(job, pl)  # (per epoch; None: one rate for the run)
                 best = np.maximum(best, speed.progress_sps(job, 0.0, pl) if run is None else run.epoch_sps)
     return best
 

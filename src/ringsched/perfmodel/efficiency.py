@@ -20,8 +20,8 @@ batch), so a job that keeps its batch progresses at its throughput exactly as be
 and an adaptive job re-tunes its batch at every epoch (as Pollux's simulator does between
 epochs), so its progress rate is piecewise constant; the world shows the constant rate that
 finishes its remaining work exactly (``constant_rate``, a weighted harmonic mean) and
-integrates the pieces when a run ends early (``AdaptiveRun``). phi at a batch between two measured curves is
-linear in the batch between the curves' values at the same epoch (clamped outside them), as
+integrates the pieces when a run ends early (``AdaptiveRun``). phi at a batch between two
+measured curves is linear in the batch between the curves' values at the same epoch (clamped outside them), as
 the Pollux simulator interpolates its curves; epoch e is the e-th equal share of the training
 in M0-equivalent samples.
 """
@@ -96,10 +96,21 @@ class NoiseScale:
         return left_after(self.epoch_ends(user_batch), done_fraction)
 
 
+def _starts(ends: np.ndarray) -> np.ndarray:
+    return np.concatenate(([0.0], ends[:-1]))
+
+
+def spans(ends: np.ndarray, start: float, stop: float | None = None) -> np.ndarray:
+    """The share of the work in each epoch (ending at ``ends``) between shares ``start`` and
+    ``stop`` (None: the end)."""
+    top = ends if stop is None else np.minimum(ends, stop)
+    return np.clip(top - np.maximum(start, _starts(ends)), 0.0, None)
+
+
 def left_after(ends: np.ndarray, done_fraction: float) -> np.ndarray:
     """The share of the work in each epoch (ending at ``ends``) still to run after
     ``done_fraction`` (past the end: the last epoch's, so that a rate is still defined)."""
-    left = np.clip(ends - np.maximum(done_fraction, np.concatenate(([0.0], ends[:-1]))), 0.0, None)
+    left = spans(ends, done_fraction)
     if left.sum() <= 0:
         left = np.zeros_like(left)
         left[-1] = 1.0
@@ -136,9 +147,7 @@ class AdaptiveRun:
 
     def time_to(self, done_samples: float, target_samples: float) -> float:
         """Seconds from ``done_samples`` to ``target_samples`` (at most the work), epoch by epoch."""
-        starts = np.concatenate(([0.0], self.ends[:-1]))
-        x, y = done_samples / self.work_samples, min(target_samples / self.work_samples, 1.0)
-        span = np.clip(np.minimum(self.ends, y) - np.maximum(x, starts), 0.0, None)
+        span = spans(self.ends, done_samples / self.work_samples, target_samples / self.work_samples)
         return float((span * self.work_samples / self.epoch_sps).sum())
 
     def done_after(self, done_samples: float, run_s: float) -> float:
@@ -146,13 +155,12 @@ class AdaptiveRun:
         work)."""
         speed = self.epoch_sps / self.work_samples  # share of the work per second
         x = done_samples / self.work_samples
-        starts = np.concatenate(([0.0], self.ends[:-1]))
-        took = np.cumsum(np.clip(self.ends - np.maximum(x, starts), 0.0, None) / speed)
+        took = np.cumsum(spans(self.ends, x) / speed)
         e = int(np.searchsorted(took, run_s, side="left"))
         if e >= len(self.ends):
             return self.work_samples
         before = took[e - 1] if e > 0 else 0.0
-        return min(self.work_samples, (max(starts[e], x) + (run_s - before) * speed[e]) * self.work_samples)
+        return min(self.work_samples, (max(_starts(self.ends)[e], x) + (run_s - before) * speed[e]) * self.work_samples)
 
 
 @cache

@@ -108,8 +108,7 @@ def goodput_table(speed: SpeedModel, job, done_fraction: float, counts, gpus_per
     if ns is None or not job.adaptive_batch:
         np.maximum.at(out, np.array(owner), tput)
         return out
-    g = tput[:, None] * ns.gains(job.requested_gpus * job.local_bsz, w * m)
-    per_epoch = np.zeros((len(counts), g.shape[1]))
-    np.maximum.at(per_epoch, np.array(owner), g)
     user = job.requested_gpus * job.local_bsz
+    per_epoch = np.zeros((len(counts), ns.epochs))
+    np.maximum.at(per_epoch, np.array(owner), tput[:, None] * ns.gains(user, w * m))
     return constant_rate(ns.left(user, done_fraction), per_epoch)

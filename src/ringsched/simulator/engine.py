@@ -27,7 +27,6 @@ Modelled costs and events:
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
 import time
@@ -40,11 +39,11 @@ import numpy as np
 from ringsched.cluster.model import Cluster
 from ringsched.job import Job
 from ringsched.utility.energy import EnergyModel
-from ringsched.perfmodel.efficiency import AdaptiveRun
 from ringsched.perfmodel.speed import Placement, SpeedModel
 from ringsched.loop import Change, DecisionLoop, Roster, isolated_run_s, waiting_reason
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.simulator.contention import fair_shares
+from ringsched.simulator.rates import Rates
 from ringsched.simulator.estimates import Estimates, estimates_from_text, reestimate
 from ringsched.simulator.result import SimResult, build_result
 
@@ -114,8 +113,7 @@ class Simulator:
         self.first_estimate = [j.work_samples for j in shown]
         self.states = [JobState(j, n, self._isolated_s(j)) for n, j in enumerate(shown)]
         self.reestimates = [0] * len(shown)
-        # running adaptive-batch jobs, over their true work (``_set_rate``)
-        self._runs: dict[int, AdaptiveRun] = {}
+        self.rates = Rates(self.speed, self._work)  # running jobs' rates and progress
         ids = [js.job_id for js in self.states]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique")
@@ -190,12 +188,7 @@ class Simulator:
         """Fold progress and attained service up to ``t`` into the stored values."""
         if self.cfg.mtbf_h is not None and js.rate_sps > 0:
             self._roll_checkpoint(js, t)
-        run = self._runs.get(js.index) if js.rate_sps > 0 else None
-        if run is None:
-            js.done_samples = js.done_at(t)
-        else:  # its progress is piecewise (epochs); the rate shown is re-taken from here
-            js.done_samples = self._done_at(js, t)
-            js.rate_sps = run.rate_sps(js.done_samples, js.job.work_samples)
+        self.rates.fold(js, t)
         js.attained_gpu_s = js.attained_at(t)
         js.mark_s = t
         js.run_from_s = max(js.run_from_s, t)
@@ -205,7 +198,7 @@ class Simulator:
         n = math.floor((t - js.ckpt_anchor_s) / ck) if t > js.ckpt_anchor_s else 0
         if n > 0:
             at = js.ckpt_anchor_s + n * ck
-            js.ckpt_samples = self._done_at(js, at)
+            js.ckpt_samples = self.rates.done_at(js, at)
             js.ckpt_anchor_s = at
 
     def _push_completion(self, js: JobState) -> None:
@@ -213,35 +206,8 @@ class Simulator:
         js.version += 1
         if js.rate_sps > 0:
             until = min(js.job.work_samples, self._work[js.index])
-            run = self._runs.get(js.index)
-            left_s = (until - js.done_samples) / js.rate_sps if run is None else run.time_to(js.done_samples, until)
-            c = js.run_from_s + left_s
+            c = js.run_from_s + self.rates.seconds_to(js, until)
             heapq.heappush(self._done_heap, (c, js.index, js.version))
-
-    def _rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> float:
-        # samples at the job's own batch per second: throughput x statistical efficiency
-        return self.speed.progress_sps(js.job, js.done_samples, placement, inter_Bps)
-
-    def _set_rate(self, js: JobState, placement: Placement, inter_Bps: float | None = None) -> None:
-        """Run ``js`` on ``placement`` from its progress now. An adaptive-batch job's progress,
-        one rate per epoch over its true work (its epochs are the real training's), is
-        integrated by ``_done_at``; the policy is shown the constant rate that finishes the
-        work it is shown (the estimate), as for any job."""
-        run = self.speed.adaptive_run(js.job, placement, inter_Bps) if js.job.adaptive_batch else None
-        if run is None:
-            self._runs.pop(js.index, None)
-            js.rate_sps = self._rate(js, placement, inter_Bps)
-        else:
-            run = self._runs[js.index] = dataclasses.replace(run, work_samples=self._work[js.index])
-            js.rate_sps = run.rate_sps(js.done_samples, js.job.work_samples)
-
-    def _done_at(self, js: JobState, t: float) -> float:
-        """The samples ``js`` has done at ``t``: exact also for an adaptive-batch job, whose
-        constant ``rate_sps`` is right only at its completion (``AdaptiveRun``)."""
-        run = self._runs.get(js.index) if js.rate_sps > 0 else None
-        if run is None:
-            return js.done_at(t)
-        return min(js.job.work_samples, run.done_after(js.done_samples, max(0.0, t - js.run_from_s)))
 
     def _release(self, placement: Placement) -> None:
         used = self.used
@@ -274,10 +240,8 @@ class Simulator:
     def fold(self, jobs, t: float) -> None:
         """Progress is lazy here: a job state reads exactly at any time, but for a running
         adaptive-batch job, whose rate differs by epoch: its progress is folded in now."""
-        for idx in self._runs:
-            js = self.states[idx]
-            if js.status == "active" and js.rate_sps > 0:
-                self._materialize(js, t)
+        for js in self.rates.adaptive_running(self.states):
+            self._materialize(js, t)
 
     def arrivals(self, t: float) -> list[JobState]:
         states, nxt = self.states, self._next
@@ -335,7 +299,7 @@ class Simulator:
                 js.ckpt_samples, js.ckpt_anchor_s = js.done_samples, js.run_from_s
                 self._take(p)
                 self.alloc[jid] = p
-                self._set_rate(js, p)
+                self.rates.start(js, *self.rates.rate(js, p))
             else:
                 self.alloc.pop(jid, None)
                 js.rate_sps = 0.0
@@ -354,10 +318,10 @@ class Simulator:
         for jid, share in shares.items():
             js = self.active[jid]
             bw = float(f"{share:.3g}")
-            rate = self._rate(js, js.placement, bw)
+            rate, run = self.rates.rate(js, js.placement, bw)
             if rate != js.rate_sps:
                 self._materialize(js, t)
-                self._set_rate(js, js.placement, bw)
+                self.rates.start(js, rate, run)
                 self._push_completion(js)
 
     def stop_early(self, jobs: list[JobState], t: float) -> None:
@@ -372,7 +336,7 @@ class Simulator:
             js.rate_sps = 0.0
             js.version += 1
             js.status = "completed"
-            self._runs.pop(js.index, None)
+            self.rates.end(js)
             js.finish_s = t
             js.stopped_early = True
             self.roster.end(js)
@@ -402,8 +366,7 @@ class Simulator:
         if js.job.work_samples < self._work[idx]:  # outlived its estimate: not done yet
             js.done_samples = js.job.work_samples
             js.job = reestimate(js.job)
-            if idx in self._runs:  # the same run; the rate shown now finishes the new estimate
-                js.rate_sps = self._runs[idx].rate_sps(js.done_samples, js.job.work_samples)
+            self.rates.reestimated(js)
             js.isolated_s = self._isolated_s(js.job)
             self.reestimates[idx] += 1
             self._push_completion(js)
@@ -416,7 +379,7 @@ class Simulator:
         js.placement = ()
         js.rate_sps = 0.0
         js.status = "completed"
-        self._runs.pop(idx, None)
+        self.rates.end(js)
         js.finish_s = c
         self.roster.end(js)
         if self.cfg.contention:

@@ -479,3 +479,40 @@ def test_a_zygote_that_cannot_start_ends_the_run(tmp_path):
         assert launcher.zygote_restarts == ZYGOTE_MAX_EARLY_DEATHS - 1
     finally:
         launcher.close()
+
+
+STUCK_WORKER = """
+import socket, sys, threading, time
+from ringsched.backends.zygote import watch_channel
+sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+stop = threading.Event()
+threading.Thread(target=watch_channel, args=(sock.makefile("r"), stop, float(sys.argv[2])), daemon=True).start()
+while True:  # blocked for good, as in an all-reduce whose peer was killed: never looks at stop
+    time.sleep(1)
+"""
+
+
+def test_a_worker_whose_scheduler_died_leaves_within_the_stop_timeout():
+    """Mutant caught: watch_channel without its hard exit (the stuck worker outlives the
+    scheduler until the gloo timeouts run out; the chaos run once waited over 240 s)."""
+    import socket
+    import time
+
+    from ringsched.backends.worker import EXIT_ORPHANED
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        proc = subprocess.Popen([sys.executable, "-c", STUCK_WORKER, str(server.getsockname()[1]), "1.5"])
+        try:
+            conn, _ = server.accept()
+            conn.sendall(b"stop\n")  # a stop asked while the scheduler lives: the scheduler enforces it
+            time.sleep(2.5)
+            assert proc.poll() is None, "a worker left while its scheduler was still there"
+            conn.close()  # the scheduler is gone
+            t0 = time.monotonic()
+            assert proc.wait(timeout=30) == EXIT_ORPHANED
+            assert 1.4 <= time.monotonic() - t0 < 20
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    FAULTS["worker: scheduler gone while stuck"] += 1

@@ -91,8 +91,12 @@ def poison_newest_checkpoint(state: Path, marker: Path) -> str | None:
     """Between two schedulers: the newest journaled checkpoint of an unfinished job becomes a
     crafted pickle (same name), and the sidecars that could be adopted instead are removed.
     Returns the job, or None when no unfinished job has two good checkpoints (the last two are
-    kept: after one fallback only one is left until the next checkpoint)."""
+    kept: after one fallback only one is left until the next checkpoint). A job whose orphaned
+    worker wrote its final checkpoint after the scheduler died is finished: the next scheduler
+    completes it from that file and rightly never reads the crafted one, so it is not chosen."""
     for r in query(state, "SELECT job_id FROM jobs WHERE status NOT IN ('completed', 'failed') ORDER BY job_id"):
+        if any((state / "ckpt" / r["job_id"]).glob("*-done.pt")):
+            continue
         rows = query(state, "SELECT * FROM checkpoints WHERE job_id=? AND bad=0 AND done=0 ORDER BY seq",
                      (r["job_id"],))
         if len(rows) >= 2 and all(ckpt_store.sha256_file(r["path"]) == r["sha256"] for r in rows[-2:]):

@@ -399,6 +399,7 @@ class Controller:
                   "ckpt_dir": str(self.ckpt_folder(j.name)), "resume": choice.resume(),
                   "ckpt_every_s": self.cfg.ckpt_every_s,
                   "report_every_s": self.cfg.report_every_s, "timeout_s": self.cfg.worker_timeout_s,
+                  "stop_timeout_s": self.cfg.stop_timeout_s,
                   "log_dir": str(self.journal.dir / "logs" / j.name)}
         try:
             self.launcher.start(att, config)

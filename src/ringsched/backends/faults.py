@@ -23,13 +23,14 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
-from ringsched.backends.worker import EXIT_ABORTED, EXIT_CKPT_ERROR, EXIT_COMM_ERROR, EXIT_INFRA_ERROR
+from ringsched.backends.worker import (EXIT_ABORTED, EXIT_CKPT_ERROR, EXIT_COMM_ERROR, EXIT_INFRA_ERROR,
+                                       EXIT_ORPHANED)
 
 ZYGOTE_LOST = -1000  # the exit code of a local worker whose zygote died before forking or reporting it
 CHANNEL_LOST = -1001  # ... of one whose channel ended with its code unknown
 LAUNCH_FAILED = -1002  # ... of a worker whose launch failed (Ray: placement group, actor)
-INFRA_EXITS = {EXIT_COMM_ERROR, EXIT_CKPT_ERROR, EXIT_INFRA_ERROR, EXIT_ABORTED, ZYGOTE_LOST, CHANNEL_LOST,
-               LAUNCH_FAILED, -signal.SIGKILL, -signal.SIGTERM, -signal.SIGHUP}
+INFRA_EXITS = {EXIT_COMM_ERROR, EXIT_CKPT_ERROR, EXIT_INFRA_ERROR, EXIT_ABORTED, EXIT_ORPHANED, ZYGOTE_LOST,
+               CHANNEL_LOST, LAUNCH_FAILED, -signal.SIGKILL, -signal.SIGTERM, -signal.SIGHUP}
 INFRA_ERROR_KINDS = {"comm", "ckpt", "infra", "launch"}
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 1.0, 30.0
 

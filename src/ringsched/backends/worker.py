@@ -59,6 +59,7 @@ EXIT_COMM_ERROR = 4
 EXIT_CKPT_ERROR = 5  # the checkpoint to resume from failed verification
 EXIT_INFRA_ERROR = 6  # a checkpoint could not be written (disk full, I/O error)
 EXIT_ABORTED = 7  # the launcher refused the connection of a worker it had written off
+EXIT_ORPHANED = 8  # its scheduler died and it could not stop within the stop timeout
 
 Emit = Callable[[dict], None]
 

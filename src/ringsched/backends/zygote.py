@@ -19,7 +19,7 @@ import time
 import traceback
 
 from ringsched.backends import channel
-from ringsched.backends.worker import EXIT_ABORTED, PREFIX, output_to_log, run_worker, warm_up
+from ringsched.backends.worker import EXIT_ABORTED, EXIT_ORPHANED, PREFIX, output_to_log, run_worker, warm_up
 
 
 class _Out:
@@ -36,6 +36,22 @@ class _Out:
                 self.f.flush()
             except (BrokenPipeError, ValueError, OSError):
                 pass
+
+
+def watch_channel(f, stop: threading.Event, grace_s: float, hard_exit=os._exit) -> None:
+    """Any line from the scheduler asks the worker to checkpoint and stop. The channel's end
+    means the scheduler is gone: stop too, and since nobody is left to kill a worker that
+    cannot stop (blocked in a collective whose peer died, for up to the gloo timeout at each
+    stage), leave anyway after ``grace_s``, as the scheduler would have after its stop timeout.
+    Checkpoints are written whole or not at all, so leaving mid-write loses only that one."""
+    try:
+        for _ in f:
+            stop.set()
+    except OSError:
+        pass
+    stop.set()
+    time.sleep(grace_s)
+    hard_exit(EXIT_ORPHANED)
 
 
 def _child(cmd: dict, inherited: list[int]) -> int:
@@ -74,16 +90,8 @@ def _child(cmd: dict, inherited: list[int]) -> int:
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a polite kill: checkpoint and stop
-
-    def watch() -> None:
-        try:
-            for _ in f:  # any line asks to stop
-                stop.set()
-        except OSError:
-            pass
-        stop.set()  # the channel ended: the scheduler is gone
-
-    threading.Thread(target=watch, daemon=True).start()
+    grace_s = float(cfg.get("stop_timeout_s", 60.0))
+    threading.Thread(target=watch_channel, args=(f, stop, grace_s), daemon=True).start()
     rc = run_worker(cfg, emit, stop)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -501,6 +501,7 @@ def test_a_worker_whose_scheduler_died_leaves_within_the_stop_timeout():
     from ringsched.backends.worker import EXIT_ORPHANED
 
     with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(120)  # (a child that never connects fails the test instead of hanging it)
         proc = subprocess.Popen([sys.executable, "-c", STUCK_WORKER, str(server.getsockname()[1]), "1.5"])
         try:
             conn, _ = server.accept()

@@ -150,7 +150,7 @@ class SpeedModel:
         shown as the constant rate that finishes its remaining work exactly (``AdaptiveRun``)."""
         if not placement:
             return 0.0
-        run = self.adaptive_run(job, placement, inter_Bps) if job.adaptive_batch else None
+        run = self.adaptive_run(job, placement, inter_Bps)
         if run is not None:
             return run.rate_sps(done_samples)
         w = len(placement)

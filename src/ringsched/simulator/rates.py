@@ -28,7 +28,7 @@ class Rates:
              ) -> tuple[float, AdaptiveRun | None]:
         """The rate ``js`` would be shown on ``placement`` from its progress now, and its run
         when it is an adaptive-batch job."""
-        run = self.speed.adaptive_run(js.job, placement, inter_Bps) if js.job.adaptive_batch else None
+        run = self.speed.adaptive_run(js.job, placement, inter_Bps)
         if run is None:
             return self.speed.progress_sps(js.job, js.done_samples, placement, inter_Bps), None
         run = dataclasses.replace(run, work_samples=self._work[js.index])
@@ -42,12 +42,20 @@ class Rates:
             js.rate_sps = rate
         else:
             self._runs[js.index] = run
-            js.rate_sps = run.rate_sps(js.done_samples, js.job.work_samples)
+            self._show(js, run)
+
+    @staticmethod
+    def _show(js: JobState, run: AdaptiveRun) -> None:
+        """The rate ``js`` shows: the constant one that finishes the work the policy sees."""
+        js.rate_sps = run.rate_sps(js.done_samples, js.job.work_samples)
+
+    def _running(self, js: JobState) -> AdaptiveRun | None:
+        return self._runs.get(js.index) if js.rate_sps > 0 else None
 
     def done_at(self, js: JobState, t: float) -> float:
         """The samples ``js`` has done at ``t``: exact also for an adaptive-batch job, whose
         constant shown rate is right only at its completion."""
-        run = self._runs.get(js.index) if js.rate_sps > 0 else None
+        run = self._running(js)
         if run is None:
             return js.done_at(t)
         return min(js.job.work_samples, run.done_after(js.done_samples, max(0.0, t - js.run_from_s)))
@@ -56,9 +64,9 @@ class Rates:
         """Fold ``js``'s progress up to ``t`` into its state; an adaptive job's shown rate is
         taken again from there (its completion time does not move)."""
         js.done_samples = self.done_at(js, t)
-        run = self._runs.get(js.index) if js.rate_sps > 0 else None
+        run = self._running(js)
         if run is not None:
-            js.rate_sps = run.rate_sps(js.done_samples, js.job.work_samples)
+            self._show(js, run)
 
     def seconds_to(self, js: JobState, until: float) -> float:
         """Seconds of running from ``js``'s progress now until it has done ``until`` samples."""
@@ -71,7 +79,7 @@ class Rates:
         """``js`` now carries a new estimate: the rate shown finishes that one instead."""
         run = self._runs.get(js.index)
         if run is not None:
-            js.rate_sps = run.rate_sps(js.done_samples, js.job.work_samples)
+            self._show(js, run)
 
     def end(self, js: JobState) -> None:
         """``js`` completed: nothing of it is kept."""

@@ -1,5 +1,5 @@
-"""Shared by the fault suites (test_faults.py, test_faults_real.py): the injected-fault
-counter, and the forged files both inject (crafted checkpoints, lying sidecars)."""
+"""Shared by the fault suites (test_faults.py, test_faults_worker.py, test_faults_real.py): the
+injected-fault counter, and the forged files they inject (crafted checkpoints, lying sidecars)."""
 
 from __future__ import annotations
 

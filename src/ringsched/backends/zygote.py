@@ -90,7 +90,7 @@ def _child(cmd: dict, inherited: list[int]) -> int:
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a polite kill: checkpoint and stop
-    grace_s = float(cfg.get("stop_timeout_s", 60.0))
+    grace_s = float(cfg["stop_timeout_s"])  # (the controller's RunConfig.stop_timeout_s)
     threading.Thread(target=watch_channel, args=(f, stop, grace_s), daemon=True).start()
     rc = run_worker(cfg, emit, stop)
     sys.stdout.flush()

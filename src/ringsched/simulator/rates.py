@@ -28,7 +28,8 @@ class Rates:
              ) -> tuple[float, AdaptiveRun | None]:
         """The rate ``js`` would be shown on ``placement`` from its progress now, and its run
         when it is an adaptive-batch job."""
-        run = self.speed.adaptive_run(js.job, placement, inter_Bps)
+        # (only an adaptive job asks: other worlds' speed models, the optimum check's, have no runs)
+        run = self.speed.adaptive_run(js.job, placement, inter_Bps) if js.job.adaptive_batch else None
         if run is None:
             return self.speed.progress_sps(js.job, js.done_samples, placement, inter_Bps), None
         run = dataclasses.replace(run, work_samples=self._work[js.index])

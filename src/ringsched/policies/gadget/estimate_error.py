@@ -4,7 +4,8 @@ A job that completes has run all its work, so its samples done then are its true
 policy observes it, as a real scheduler sees how long a job it predicted really trained. The
 ratio true work / first estimate over the jobs finished so far is the estimates' error seen
 online; no policy is told the error of the world's estimator, and no unfinished job's truth is
-read. Triage in lending (``lending.py``) asks whether a job can still keep its share of utility
+read. Backfilling in lending takes the opposite quantile (a job ends before a commitment
+unless it outruns its estimate more than the finished jobs mostly did). Triage in lending (``lending.py``) asks whether a job can still keep its share of utility
 with its remaining work scaled by a low quantile of that ratio: a job is given up only when it
 would be too late even if its estimate errs on the high side as often as the finished jobs'
 did. Under exact estimates every ratio is 1 and nothing changes."""
@@ -25,6 +26,7 @@ class EstimateError:
         self._states: dict[str, JobState] = {}  # per job: its live JobState (read when it finishes)
         self.ratios: list[float] = []
         self._factor: float | None = 1.0
+        self._worst: float | None = 1.0
 
     def see(self, jobs) -> None:
         """Remember the first estimate of every job not seen before."""
@@ -41,7 +43,7 @@ class EstimateError:
         if js is None or not first or js.status != "completed" or js.stopped_early:
             return
         self.ratios.append(float(js.done_samples) / first)
-        self._factor = None
+        self._factor = self._worst = None
 
     def optimistic(self) -> float:
         """The ``quantile`` of the ratios seen, at most 1 (1 before any job finished): the factor
@@ -49,3 +51,11 @@ class EstimateError:
         if self._factor is None:
             self._factor = min(1.0, float(np.quantile(self.ratios, self.quantile))) if self.ratios else 1.0
         return self._factor
+
+    def pessimistic(self) -> float:
+        """The 1 - ``quantile`` quantile of the ratios seen, at least 1 (1 before any job
+        finished): the factor on a job's estimated remaining work that backfilling uses, so a
+        ring lent ahead of a commitment ends before it as often as the finished jobs' did."""
+        if self._worst is None:
+            self._worst = max(1.0, float(np.quantile(self.ratios, 1.0 - self.quantile))) if self.ratios else 1.0
+        return self._worst

@@ -6,8 +6,8 @@ commitment is touched (``CommitmentBook.commit_early_runs`` may commit a lent ru
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,92 +16,9 @@ from ringsched.policies.gadget.book import CommitmentBook
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.gain import lend_gain, ring_rate
 from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only, type_views
+from ringsched.policies.gadget.idle import IdleCapacity
 from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
 from ringsched.policies.gadget.upgrade import upgrade
-
-
-@dataclass
-class IdleCapacity:
-    """Per server: GPUs idle in this slot (``now_free``) and idle over the whole lookahead too
-    (``free``, at most ``now_free``), and the same for the NIC share. Lending takes from it.
-    The fields are numpy arrays, or Python lists inside the per-job loop (``as_lists``): that
-    loop reads and writes single servers, which lists do several times faster."""
-
-    free: object
-    now_free: object
-    bfree: object
-    now_bfree: object
-    nic_share: float
-
-    @classmethod
-    def of(cls, ledger, capacity: np.ndarray, slot: int, lookahead: int, nic_share: float) -> "IdleCapacity":
-        used_g, used_b = ledger.window(slot, slot + lookahead)
-        return cls(free=np.maximum(capacity - used_g.max(axis=1), 0), now_free=np.maximum(capacity - used_g[:, 0], 0),
-                   bfree=1.0 - used_b.max(axis=1), now_bfree=1.0 - used_b[:, 0], nic_share=nic_share)
-
-    def as_lists(self) -> "IdleCapacity":
-        return IdleCapacity(self.free.tolist(), self.now_free.tolist(), self.bfree.tolist(), self.now_bfree.tolist(),
-                            self.nic_share)
-
-    def assign(self, other: "IdleCapacity") -> None:
-        """Write ``other``'s values (lists) back into these arrays."""
-        for name in ("free", "now_free", "bfree", "now_bfree"):
-            getattr(self, name)[:] = getattr(other, name)
-
-    def fits_now(self, pairs: tuple, multi: bool) -> bool:
-        """Whether a placement's GPUs (and NIC share, if it crosses servers) are idle in this slot."""
-        if not multi:
-            s, c = pairs[0]
-            return self.now_free[s] >= c
-        nic = self.nic_share
-        return all(self.now_free[s] >= c and self.now_bfree[s] >= nic for s, c in pairs)
-
-    def fits(self, pairs: tuple, multi: bool, now_only: bool) -> bool:
-        """Whether a placement is idle in this slot (``now_only``) or over the lookahead too, its
-        NIC shares included when it crosses servers."""
-        free = self.now_free if now_only else np.minimum(self.free, self.now_free)
-        if any(free[s] < c for s, c in pairs):
-            return False
-        if multi:
-            bfree = self.now_bfree if now_only else np.minimum(self.bfree, self.now_bfree)
-            return all(bfree[s] >= self.nic_share - 1e-12 for s, _ in pairs)
-        return True
-
-    def take_now(self, pairs: tuple, multi: bool) -> int:
-        """Lend a placement's GPUs in this slot (``free`` stays at most ``now_free``); returns the
-        change of ``free``'s total."""
-        free, now_free, bfree, now_bfree = self.free, self.now_free, self.bfree, self.now_bfree
-        nic = self.nic_share
-        change = 0
-        for s, c in pairs:
-            now_free[s] -= c
-            if free[s] > now_free[s]:
-                change += int(now_free[s] - free[s])
-                free[s] = now_free[s]
-            if multi:
-                now_bfree[s] -= nic
-                if bfree[s] > now_bfree[s]:
-                    bfree[s] = now_bfree[s]
-        return change
-
-    def take_for_lookahead(self, pairs: tuple, multi: bool) -> None:
-        """Lend a placement taken from what stays idle over the lookahead: its GPUs and, when it
-        crosses servers, its NIC shares, in this slot and over the lookahead."""
-        for s, c in pairs:
-            self.free[s] -= c
-            self.now_free[s] -= c
-            if multi:
-                self.bfree[s] -= self.nic_share
-                self.now_bfree[s] -= self.nic_share
-
-    def take_extra(self, extra: np.ndarray, new_srv) -> None:
-        """Lend ``extra`` GPUs per server on top of a placement (arrays); ``new_srv``: the servers
-        that newly need the ring's NIC share (None: the ring stays on one server)."""
-        self.now_free -= extra
-        np.minimum(self.free, self.now_free, out=self.free)
-        if new_srv is not None:
-            self.now_bfree[new_srv] -= self.nic_share
-            np.minimum(self.bfree, self.now_bfree, out=self.bfree)
 
 
 def _nic_need(own: np.ndarray, counts: np.ndarray, base_multi: bool) -> tuple[np.ndarray, bool]:
@@ -141,10 +58,10 @@ class Lender:
         if idle_cap.now_free.sum() == 0:
             return
         idle = [js for js in jobs if js.job_id not in out]
-        if idle_cap.free.sum() == 0:  # nothing stays free: only planned jobs can start early (where their plan runs)
+        if idle_cap.free.sum() == 0 and not self.p.backfill:  # nothing stays free: only planned jobs can start early
             idle = [js for js in idle if js.job_id in self.book.plans]
         if idle:
-            self._lend_idle(idle, nodes, out, previous, idle_cap)
+            self._lend_idle(idle, nodes, slot, out, previous, idle_cap)
         if self.p.type_upgrade and len(nodes.cluster.gpu_types) > 1 and idle_cap.now_free.sum() > 0:
             upgrade(self, *self.views(nodes.cluster), jobs, nodes, slot, out, previous, idle_cap)
         if self.p.top_up and idle_cap.now_free.sum() > 0:
@@ -180,9 +97,12 @@ class Lender:
         now = nodes.now_s
         triage = self.p.lend_triage_share
 
-        def fixed(js):  # (speed at its widest consolidated size, arrival, index, end of utility, end of triage)
+        total = nodes.cluster.total_gpus
+
+        def fixed(js):  # (speed at its widest consolidated size here, arrival, index, end of utility, end of triage)
             a = js.job.arrival_s
-            r = self._alone[js.job_id] = (max(nodes.throughput_sps(js, js.job.max_workers), 1e-12), a, js.index,
+            widest = self.p.most_workers(js.job, total)
+            r = self._alone[js.job_id] = (max(nodes.throughput_sps(js, widest), 1e-12), a, js.index,
                                           a + utility_horizon_s(js.job, self.p.tail_utility),
                                           a + utility_horizon_s(js.job, triage) if triage > 0 else np.inf)
             return r
@@ -200,7 +120,7 @@ class Lender:
         tier = (end > meta[:, 3]).astype(np.int8) + (hope > meta[:, 4])
         return np.lexsort((meta[:, 2], meta[:, 1], alone, tier))
 
-    def _lend_idle(self, idle, nodes, out: dict, previous, idle_cap: IdleCapacity) -> None:
+    def _lend_idle(self, idle, nodes, slot: int, out: dict, previous, idle_cap: IdleCapacity) -> None:
         """Lend to jobs with nothing committed in this slot (``idle_cap`` is updated)."""
         nic = self.p.nic_share
         order = self._order(idle, nodes)
@@ -225,7 +145,8 @@ class Lender:
                     now_total -= len(first)
                     continue
                 # its planned servers are busy now: lend it others until its plan starts
-            if free_total < js.job.min_workers:
+            short = self.p.backfill and self._ends_within_lookahead(js, nodes, slot)
+            if free_total < js.job.min_workers and not short:
                 continue
             if prev:
                 # where it runs on lent GPUs now, it stays while they are idle in this slot: a
@@ -240,6 +161,12 @@ class Lender:
                     now_total -= len(keep)
                     continue
             self.lent_base.pop(js.job_id, None)
+            if short and (took := self._backfill(js, nodes, slot, cap, out)):
+                free_total = sum(cap.free)
+                now_total -= took
+                continue
+            if free_total < js.job.min_workers:
+                continue
             # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
             # lent GPUs may be taken back next slot, and a spread ring is slow anyway
             w = min(self.p.most_workers(js.job, nodes.cluster.total_gpus), max(max(cap.free), js.job.min_workers))
@@ -262,6 +189,53 @@ class Lender:
                     break
                 w -= 1
         idle_cap.assign(cap)
+
+    def _ends_within_lookahead(self, js, nodes, slot: int) -> bool:
+        """Whether the job, alone at its widest size here (restart included, remaining work at
+        the estimates' pessimistic factor), ends before the lookahead's last slot: only then
+        can a backfilled ring beat the lookahead's GPUs."""
+        speed = self._alone[js.job_id][0]
+        end = nodes.now_s + self.p.restart_for(nodes) + js.remaining_at(nodes.now_s) * self.errors.pessimistic() / speed
+        return end < (slot + self.p.lend_lookahead - 1) * nodes.slot_s
+
+    def _backfill(self, js, nodes, slot: int, cap: IdleCapacity, out: dict) -> int:
+        """Lend ``js`` a ring, widest first, on GPUs idle now that stay uncommitted until it ends
+        (restart included, its remaining work at the estimates' pessimistic factor, at the
+        ring's own rate) though a commitment takes them within the lookahead: EASY backfilling
+        ahead of GADGET's plans. Returns the GPUs lent (0: none; the lookahead's rule then)."""
+        now, slot_s = nodes.now_s, nodes.slot_s
+        look = self.p.lend_lookahead
+        work = js.remaining_at(now) * self.errors.pessimistic()
+        restart = self.p.restart_for(nodes)
+        views = self.views(nodes.cluster)[0]
+        frees: dict[int, list] = {}
+
+        def typed(k):  # the window's free GPUs per type, the job's fastest first
+            if k not in frees:
+                frees[k] = one_type_free(np.array(cap.within(k), dtype=np.int64), views, lambda g: nodes.speed.throughput_sps(
+                    js.job.model, js.job.local_bsz, (1, 1, 1, 1), gpu=g))
+            return frees[k]
+
+        def slots_to_end(pl):  # the slots from this one that the ring runs into
+            rate = ring_rate(nodes.speed, js, pl, now)
+            return math.floor((now + restart + work / max(rate, 1e-12)) / slot_s + 1e-9) - slot + 1 if rate > 0 else look
+
+        top = min(self.p.most_workers(js.job, nodes.cluster.total_gpus), max(max(cap.now_free), js.job.min_workers))
+        for w in range(top, js.job.min_workers - 1, -1):
+            for i, now_arr in enumerate(typed(1)):
+                pl = consolidated(w, now_arr)
+                if pl is None or (k := slots_to_end(pl)) >= look:
+                    continue
+                pl = consolidated(w, typed(k)[i])
+                if pl is None or slots_to_end(pl) > k:
+                    continue
+                _, _, multi, pairs = self.book.sparse(pl)
+                if multi and not all(cap.bfree[s] >= self.p.nic_share for s, _ in pairs):
+                    continue
+                out[js.job_id] = pl
+                cap.take_within(pairs, multi, k)
+                return w
+        return 0
 
     def _top_up(self, running_plan, nodes, out: dict, previous, cap: IdleCapacity) -> None:
         """Idle GPUs on top of a planned job's committed placement, shortest job first.

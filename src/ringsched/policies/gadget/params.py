@@ -57,6 +57,10 @@ class GadgetParams:
     reserve_wide: bool = True
     displace: int = 4  # failed offers per decision that may take a longer job's near GPUs (displace.py)
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
+    # ... or, for a job that ends sooner (restart included, its remaining work at the estimates'
+    # pessimistic factor), GPUs that stay uncommitted until it ends: backfilling ahead of plans
+    # that start within the lookahead (lending.py _backfill)
+    backfill: bool = True
     # triage in lending: idle jobs that could no longer keep this share of their maximum
     # utility even run alone from now are lent GPUs after every job that still can, before those
     # past the tail (0: off, else above tail_utility; lending.py; the fairness objective sets 0).

@@ -1,0 +1,118 @@
+"""What the ledger leaves idle for lending: per server, the GPUs free now and over each window
+of the next slots, and the NIC shares. Lending (``lending.py``) reads it and takes from it; it
+never writes the ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class IdleCapacity:
+    """Per server: GPUs idle in this slot (``now_free``), idle over the whole lookahead too
+    (``free``, at most ``now_free``) and idle over each shorter window of k slots, 1 < k < the
+    lookahead (``mid[k - 2]``: what a backfilled ring that ends within k slots may take); the
+    same for the NIC share, now and over the lookahead. Lending takes from it. The fields are
+    numpy arrays, or Python lists inside the per-job loop (``as_lists``): that loop reads and
+    writes single servers, which lists do several times faster."""
+
+    free: object
+    now_free: object
+    bfree: object
+    now_bfree: object
+    nic_share: float
+    mid: object = None  # (lookahead - 2) x servers
+
+    @classmethod
+    def of(cls, ledger, capacity: np.ndarray, slot: int, lookahead: int, nic_share: float) -> "IdleCapacity":
+        used_g, used_b = ledger.window(slot, slot + lookahead)
+        by_window = np.maximum(capacity[:, None] - np.maximum.accumulate(used_g, axis=1), 0)  # servers x k
+        return cls(free=by_window[:, -1].copy(), now_free=by_window[:, 0].copy(), bfree=1.0 - used_b.max(axis=1),
+                   now_bfree=1.0 - used_b[:, 0], nic_share=nic_share, mid=by_window[:, 1:-1].T.copy())
+
+    def as_lists(self) -> "IdleCapacity":
+        return IdleCapacity(self.free.tolist(), self.now_free.tolist(), self.bfree.tolist(), self.now_bfree.tolist(),
+                            self.nic_share, self.mid.tolist())
+
+    def assign(self, other: "IdleCapacity") -> None:
+        """Write ``other``'s values (lists) back into these arrays."""
+        for name in ("free", "now_free", "bfree", "now_bfree", "mid"):
+            getattr(self, name)[:] = getattr(other, name)
+
+    def within(self, slots: int):
+        """GPUs per server idle over the next ``slots`` slots (the lookahead's ``free`` at or
+        past it)."""
+        if slots <= 1:
+            return self.now_free
+        return self.mid[slots - 2] if slots - 2 < len(self.mid) else self.free
+
+    def fits_now(self, pairs: tuple, multi: bool) -> bool:
+        """Whether a placement's GPUs (and NIC share, if it crosses servers) are idle in this slot."""
+        if not multi:
+            s, c = pairs[0]
+            return self.now_free[s] >= c
+        nic = self.nic_share
+        return all(self.now_free[s] >= c and self.now_bfree[s] >= nic for s, c in pairs)
+
+    def fits(self, pairs: tuple, multi: bool, now_only: bool) -> bool:
+        """Whether a placement is idle in this slot (``now_only``) or over the lookahead too, its
+        NIC shares included when it crosses servers."""
+        free = self.now_free if now_only else np.minimum(self.free, self.now_free)
+        if any(free[s] < c for s, c in pairs):
+            return False
+        if multi:
+            bfree = self.now_bfree if now_only else np.minimum(self.bfree, self.now_bfree)
+            return all(bfree[s] >= self.nic_share - 1e-12 for s, _ in pairs)
+        return True
+
+    def take_now(self, pairs: tuple, multi: bool) -> int:
+        """Lend a placement's GPUs in this slot (every window stays at most ``now_free``);
+        returns the change of ``free``'s total."""
+        free, now_free, bfree, now_bfree = self.free, self.now_free, self.bfree, self.now_bfree
+        nic = self.nic_share
+        change = 0
+        for s, c in pairs:
+            now_free[s] -= c
+            for row in self.mid:
+                row[s] = min(row[s], now_free[s])
+            if free[s] > now_free[s]:
+                change += int(now_free[s] - free[s])
+                free[s] = now_free[s]
+            if multi:
+                now_bfree[s] -= nic
+                if bfree[s] > now_bfree[s]:
+                    bfree[s] = now_bfree[s]
+        return change
+
+    def take_for_lookahead(self, pairs: tuple, multi: bool) -> None:
+        """Lend a placement taken from what stays idle over the lookahead: its GPUs and, when it
+        crosses servers, its NIC shares, in this slot and over the lookahead."""
+        self.take_within(pairs, multi, len(self.mid) + 2)
+
+    def take_within(self, pairs: tuple, multi: bool, slots: int) -> None:
+        """Lend a placement taken from what stays idle over the next ``slots`` slots (a ring that
+        ends within them): its GPUs leave every window up to ``slots``; a longer window keeps
+        at most what is left of that one. NIC shares, when it crosses servers, over the whole
+        lookahead."""
+        rows = [self.now_free, *self.mid, self.free]
+        k = min(max(slots, 1), len(rows))
+        for s, c in pairs:
+            for row in rows[:k]:
+                row[s] -= c
+            for row in rows[k:]:
+                row[s] = min(row[s], rows[k - 1][s])
+            if multi:
+                self.bfree[s] -= self.nic_share
+                self.now_bfree[s] -= self.nic_share
+
+    def take_extra(self, extra: np.ndarray, new_srv) -> None:
+        """Lend ``extra`` GPUs per server on top of a placement (arrays); ``new_srv``: the servers
+        that newly need the ring's NIC share (None: the ring stays on one server)."""
+        self.now_free -= extra
+        np.minimum(self.free, self.now_free, out=self.free)
+        np.minimum(self.mid, self.now_free[None, :], out=self.mid)
+        if new_srv is not None:
+            self.now_bfree[new_srv] -= self.nic_share
+            np.minimum(self.bfree, self.now_bfree, out=self.bfree)

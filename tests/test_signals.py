@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from test_policy_contract import run_jobs  # noqa: F401 - the fixture
+
 SNIPPET = """
 import os, signal, sys
 from ringsched.backends import signals
@@ -52,3 +54,39 @@ def test_run_exits_with_the_documented_codes():
         assert exit_code({**done, what: 1}) == 1, what
     assert exit_code({**done, "interrupted": signal.SIGTERM, "failed": 1}) == 143
     assert exit_code({**done, "interrupted": signal.SIGINT}) == 130
+
+
+@pytest.mark.parametrize("received", [None, 15])
+def test_a_run_interrupted_on_the_way_records_the_signal_its_exit_code_reads(received, run_jobs, tmp_path,
+                                                                               monkeypatch):
+    """SIGTERM raises our ``Interrupted``, but a plain KeyboardInterrupt reached the controller
+    once in its place (Ray, under load): the run's summary said SIGINT while it exited 143. The
+    summary takes the handler's record, as the exit code does; with no SIGTERM received it is
+    SIGINT. Mutant caught: the signal read from the exception only."""
+    import signal
+
+    from ringsched.backends import signals
+    from ringsched.backends.controller import Controller, RunConfig
+    from ringsched.backends.journal import Journal
+    from ringsched.cluster.model import load_cluster
+    from ringsched.policies import make_policy
+    from step_launcher import StepLauncher
+    from test_policy_contract import prior_speed
+
+    monkeypatch.setattr(signals, "received", received)
+    cluster = load_cluster("2x2")
+    launcher = StepLauncher(cluster, prior_speed(cluster))
+    policy = make_policy("srtf")
+    decide = policy.optimize
+
+    def interrupted_later(jobs, nodes, previous):
+        if launcher.t > 1.0:
+            raise KeyboardInterrupt
+        return decide(jobs, nodes, previous)
+
+    policy.optimize = interrupted_later
+    ctl = Controller(list(run_jobs), cluster, "2x2", policy, launcher, Journal(tmp_path / "s"),
+                     RunConfig(slot_s=2.0), clock=launcher.clock)
+    summary = ctl.run()
+    assert summary["interrupted"] == (signal.SIGTERM if received else signal.SIGINT)
+    assert summary["unfinished"] >= 1

@@ -35,6 +35,7 @@ from ringsched.backends.launcher import MIN_STEPS, Attempt, Launcher, LauncherEr
 from ringsched.backends.online import ONLINE_DIGEST, TERMINAL, CommandSource, apply_commands, online_check_journal
 from ringsched.backends.online_model import OnlineModel
 from ringsched.backends.recovery import check_journal, choose_checkpoint, recover
+from ringsched.backends import signals
 from ringsched.backends.signals import Interrupted
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError
@@ -163,7 +164,9 @@ class Controller:
             if self.loop.idle_end:
                 self._label_waiting(self.now())
         except (KeyboardInterrupt, Interrupted) as e:
-            self.interrupted = getattr(e, "signum", signal.SIGINT)
+            # a KeyboardInterrupt re-raised on the way (not our Interrupted) lost its signal: the
+            # handler's record says which one it was, as the exit code does (cli/errors.py)
+            self.interrupted = getattr(e, "signum", None) or signals.received or signal.SIGINT
             self.notify(f"interrupted ({signal.Signals(self.interrupted).name}): checkpointing running jobs")
             self._stop_all()
         except BaseException:

@@ -18,15 +18,21 @@ from test_gadget import U, job, nodes
 from test_gadget_lending import lend_order
 
 
-def _lent_ahead_of_a_plan(*seconds_alone, **params) -> dict:
+def _lent_ahead_of_a_plan(*seconds_alone, ran_over=(), **params) -> dict:
     """On 1x8 whose 8 GPUs a plan takes from slot 2 (600 s): what lending gives waiting 1-8 GPU
-    jobs of ``seconds_alone`` (at 8 GPUs) at t = 0."""
+    jobs of ``seconds_alone`` (at 8 GPUs) at t = 0, once finished jobs ran ``ran_over`` times
+    their first estimates."""
     c = parse_spec("1x8")
     g = Gadget(**params)
     jobs = [JobState(job(i + 1, 0.0, 8, s, c), i + 1, float(s)) for i, s in enumerate(seconds_alone)]
     n = nodes(c)
     g._ensure(n, jobs)
     g.book.commit("j0", Plan([(2, 20, (0,) * 8)], 6_000.0, 1.0, 0.1))
+    for ratio in ran_over:
+        g.errors.see([b := JobState(job(9, 0.0, 1, 10, c), 9, 10.0)])
+        b.done_samples, b.status = ratio * b.job.work_samples, "completed"
+        g.errors.finished("j9")
+    assert g.errors.pessimistic() >= 1.0 >= g.errors.optimistic()
     out: dict = {}
     g.lender.lend(jobs, n, 0, out, {}, [])
     return out
@@ -45,20 +51,7 @@ def test_a_short_job_is_lent_gpus_a_plan_takes_after_it_ends():
 def _lent_after_jobs_ran_over(*ratios: float) -> dict:
     """What lending gives the 300 s job of ``_lent_ahead_of_a_plan`` once finished jobs ran
     ``ratios`` times their first estimates."""
-    c = parse_spec("1x8")
-    g = Gadget()
-    a = JobState(job(1, 0.0, 8, 300, c), 1, 300.0)
-    n = nodes(c)
-    g._ensure(n, [a])
-    g.book.commit("j0", Plan([(2, 20, (0,) * 8)], 6_000.0, 1.0, 0.1))
-    for ratio in ratios:
-        g.errors.see([b := JobState(job(9, 0.0, 1, 10, c), 9, 10.0)])
-        b.done_samples, b.status = ratio * b.job.work_samples, "completed"
-        g.errors.finished("j9")
-    assert g.errors.pessimistic() >= 1.0 >= g.errors.optimistic()
-    out: dict = {}
-    g.lender.lend([a], n, 0, out, {}, [])
-    return out
+    return _lent_ahead_of_a_plan(300, ran_over=ratios)
 
 
 def test_backfilling_takes_the_work_at_the_estimates_pessimistic_factor():

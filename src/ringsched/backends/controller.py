@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ringsched.backends import ckpt_store, faults, outcomes
+from ringsched.backends import ckpt_store, faults, outcomes, signals
 from ringsched.backends.attempts import Attempts
 from ringsched.backends.gpu_slots import assign_slots
 from ringsched.backends.jobs_file import RunJob, jobs_digest
@@ -35,8 +35,6 @@ from ringsched.backends.launcher import MIN_STEPS, Attempt, Launcher, LauncherEr
 from ringsched.backends.online import ONLINE_DIGEST, TERMINAL, CommandSource, apply_commands, online_check_journal
 from ringsched.backends.online_model import OnlineModel
 from ringsched.backends.recovery import check_journal, choose_checkpoint, recover
-from ringsched.backends import signals
-from ringsched.backends.signals import Interrupted
 from ringsched.cluster.model import Cluster
 from ringsched.errors import InputError
 from ringsched.job import Job
@@ -163,7 +161,7 @@ class Controller:
             self.loop.run(self.now())
             if self.loop.idle_end:
                 self._label_waiting(self.now())
-        except (KeyboardInterrupt, Interrupted) as e:
+        except (KeyboardInterrupt, signals.Interrupted) as e:
             # a KeyboardInterrupt re-raised on the way (not our Interrupted) lost its signal: the
             # handler's record says which one it was, as the exit code does (cli/errors.py)
             self.interrupted = getattr(e, "signum", None) or signals.received or signal.SIGINT

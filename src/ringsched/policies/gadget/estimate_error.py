@@ -4,11 +4,12 @@ A job that completes has run all its work, so its samples done then are its true
 policy observes it, as a real scheduler sees how long a job it predicted really trained. The
 ratio true work / first estimate over the jobs finished so far is the estimates' error seen
 online; no policy is told the error of the world's estimator, and no unfinished job's truth is
-read. Backfilling in lending takes the opposite quantile (a job ends before a commitment
-unless it outruns its estimate more than the finished jobs mostly did). Triage in lending (``lending.py``) asks whether a job can still keep its share of utility
+read. Triage in lending (``lending.py``) asks whether a job can still keep its share of utility
 with its remaining work scaled by a low quantile of that ratio: a job is given up only when it
 would be too late even if its estimate errs on the high side as often as the finished jobs'
-did. Under exact estimates every ratio is 1 and nothing changes."""
+did. Backfilling takes the opposite quantile: a ring lent ahead of a commitment must end before
+it unless the job outruns its estimate further than nine finished jobs in ten did (at the
+default quantile). Under exact estimates every ratio is 1 and nothing changes."""
 
 from __future__ import annotations
 
@@ -25,8 +26,7 @@ class EstimateError:
         self._first: dict[str, float] = {}  # per job: the work it was first shown with
         self._states: dict[str, JobState] = {}  # per job: its live JobState (read when it finishes)
         self.ratios: list[float] = []
-        self._factor: float | None = 1.0
-        self._worst: float | None = 1.0
+        self._quantiles: dict[float, float] = {}  # cached per quantile until the next job finishes
 
     def see(self, jobs) -> None:
         """Remember the first estimate of every job not seen before."""
@@ -43,19 +43,21 @@ class EstimateError:
         if js is None or not first or js.status != "completed" or js.stopped_early:
             return
         self.ratios.append(float(js.done_samples) / first)
-        self._factor = self._worst = None
+        self._quantiles.clear()
+
+    def _quantile(self, q: float) -> float:
+        """The ``q`` quantile of the ratios seen (1 before any job finished)."""
+        if q not in self._quantiles:
+            self._quantiles[q] = float(np.quantile(self.ratios, q)) if self.ratios else 1.0
+        return self._quantiles[q]
 
     def optimistic(self) -> float:
         """The ``quantile`` of the ratios seen, at most 1 (1 before any job finished): the factor
         on a job's estimated remaining work that the triage test uses."""
-        if self._factor is None:
-            self._factor = min(1.0, float(np.quantile(self.ratios, self.quantile))) if self.ratios else 1.0
-        return self._factor
+        return min(1.0, self._quantile(self.quantile))
 
     def pessimistic(self) -> float:
         """The 1 - ``quantile`` quantile of the ratios seen, at least 1 (1 before any job
         finished): the factor on a job's estimated remaining work that backfilling uses, so a
         ring lent ahead of a commitment ends before it as often as the finished jobs' did."""
-        if self._worst is None:
-            self._worst = max(1.0, float(np.quantile(self.ratios, 1.0 - self.quantile))) if self.ratios else 1.0
-        return self._worst
+        return max(1.0, self._quantile(1.0 - self.quantile))

@@ -4,7 +4,7 @@ never writes the ledger."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,7 +23,11 @@ class IdleCapacity:
     bfree: object
     now_bfree: object
     nic_share: float
-    mid: object = None  # (lookahead - 2) x servers
+    mid: object  # (lookahead - 2) x servers
+    _rows: list = field(init=False, repr=False)  # the GPU windows, shortest first (the fields above, never rebound)
+
+    def __post_init__(self):
+        self._rows = [self.now_free, *self.mid, self.free]
 
     @classmethod
     def of(cls, ledger, capacity: np.ndarray, slot: int, lookahead: int, nic_share: float) -> "IdleCapacity":
@@ -44,9 +48,8 @@ class IdleCapacity:
     def within(self, slots: int):
         """GPUs per server idle over the next ``slots`` slots (the lookahead's ``free`` at or
         past it)."""
-        if slots <= 1:
-            return self.now_free
-        return self.mid[slots - 2] if slots - 2 < len(self.mid) else self.free
+        rows = self._rows
+        return rows[min(max(slots, 1), len(rows)) - 1]
 
     def fits_now(self, pairs: tuple, multi: bool) -> bool:
         """Whether a placement's GPUs (and NIC share, if it crosses servers) are idle in this slot."""
@@ -70,42 +73,28 @@ class IdleCapacity:
     def take_now(self, pairs: tuple, multi: bool) -> int:
         """Lend a placement's GPUs in this slot (every window stays at most ``now_free``);
         returns the change of ``free``'s total."""
-        free, now_free, bfree, now_bfree = self.free, self.now_free, self.bfree, self.now_bfree
-        nic = self.nic_share
-        change = 0
-        for s, c in pairs:
-            now_free[s] -= c
-            for row in self.mid:
-                row[s] = min(row[s], now_free[s])
-            if free[s] > now_free[s]:
-                change += int(now_free[s] - free[s])
-                free[s] = now_free[s]
-            if multi:
-                now_bfree[s] -= nic
-                if bfree[s] > now_bfree[s]:
-                    bfree[s] = now_bfree[s]
-        return change
+        return self.take_within(pairs, multi, 1)
 
     def take_for_lookahead(self, pairs: tuple, multi: bool) -> None:
         """Lend a placement taken from what stays idle over the lookahead: its GPUs and, when it
         crosses servers, its NIC shares, in this slot and over the lookahead."""
         self.take_within(pairs, multi, len(self.mid) + 2)
 
-    def take_within(self, pairs: tuple, multi: bool, slots: int) -> None:
+    def take_within(self, pairs: tuple, multi: bool, slots: int) -> int:
         """Lend a placement taken from what stays idle over the next ``slots`` slots (a ring that
         ends within them): its GPUs leave every window up to ``slots``; a longer window keeps
-        at most what is left of that one. NIC shares, when it crosses servers, over the whole
-        lookahead."""
-        rows = [self.now_free, *self.mid, self.free]
+        at most what is left of that one. Its NIC shares, when it crosses servers, likewise
+        (known now and over the whole lookahead only). Returns the change of ``free``'s total."""
+        rows = self._rows
         k = min(max(slots, 1), len(rows))
+        change = 0
         for s, c in pairs:
-            for row in rows[:k]:
-                row[s] -= c
-            for row in rows[k:]:
-                row[s] = min(row[s], rows[k - 1][s])
+            before = rows[-1][s]
+            _take(rows, s, c, k)
+            change += int(rows[-1][s] - before)
             if multi:
-                self.bfree[s] -= self.nic_share
-                self.now_bfree[s] -= self.nic_share
+                _take([self.now_bfree, self.bfree], s, self.nic_share, 1 if k == 1 else 2)
+        return change
 
     def take_extra(self, extra: np.ndarray, new_srv) -> None:
         """Lend ``extra`` GPUs per server on top of a placement (arrays); ``new_srv``: the servers
@@ -116,3 +105,12 @@ class IdleCapacity:
         if new_srv is not None:
             self.now_bfree[new_srv] -= self.nic_share
             np.minimum(self.bfree, self.now_bfree, out=self.bfree)
+
+
+def _take(rows: list, s: int, amount, k: int) -> None:
+    """``amount`` leaves server ``s`` in the first ``k`` windows (``rows``, shortest first); each
+    longer window keeps at most what the k-th has left."""
+    for row in rows[:k]:
+        row[s] -= amount
+    for row in rows[k:]:
+        row[s] = min(row[s], rows[k - 1][s])

@@ -145,8 +145,8 @@ class Lender:
                     now_total -= len(first)
                     continue
                 # its planned servers are busy now: lend it others until its plan starts
-            short = self.p.backfill and self._ends_within_lookahead(js, nodes, slot)
-            if free_total < js.job.min_workers and not short:
+            work = self._backfill_work(js, nodes, slot)  # None: no backfilling for it
+            if free_total < js.job.min_workers and work is None:
                 continue
             if prev:
                 # where it runs on lent GPUs now, it stays while they are idle in this slot: a
@@ -161,7 +161,7 @@ class Lender:
                     now_total -= len(keep)
                     continue
             self.lent_base.pop(js.job_id, None)
-            if short and (took := self._backfill(js, nodes, slot, cap, out)):
+            if work is not None and (took := self._backfill(js, work, nodes, slot, cap, out)):
                 free_total = sum(cap.free)
                 now_total -= took
                 continue
@@ -190,22 +190,24 @@ class Lender:
                 w -= 1
         idle_cap.assign(cap)
 
-    def _ends_within_lookahead(self, js, nodes, slot: int) -> bool:
-        """Whether the job, alone at its widest size here (restart included, remaining work at
-        the estimates' pessimistic factor), ends before the lookahead's last slot: only then
-        can a backfilled ring beat the lookahead's GPUs."""
-        speed = self._alone[js.job_id][0]
-        end = nodes.now_s + self.p.restart_for(nodes) + js.remaining_at(nodes.now_s) * self.errors.pessimistic() / speed
-        return end < (slot + self.p.lend_lookahead - 1) * nodes.slot_s
+    def _backfill_work(self, js, nodes, slot: int) -> float | None:
+        """The job's remaining work at the estimates' pessimistic factor, when alone at its widest
+        size here, with a restart, it ends before the lookahead's last slot (only then can a
+        backfilled ring beat the lookahead's GPUs); else None."""
+        if not self.p.backfill:
+            return None
+        now = nodes.now_s
+        work = js.remaining_at(now) * self.errors.pessimistic()
+        end = now + self.p.restart_for(nodes) + work / self._alone[js.job_id][0]
+        return work if end < (slot + self.p.lend_lookahead - 1) * nodes.slot_s else None
 
-    def _backfill(self, js, nodes, slot: int, cap: IdleCapacity, out: dict) -> int:
+    def _backfill(self, js, work: float, nodes, slot: int, cap: IdleCapacity, out: dict) -> int:
         """Lend ``js`` a ring, widest first, on GPUs idle now that stay uncommitted until it ends
-        (restart included, its remaining work at the estimates' pessimistic factor, at the
-        ring's own rate) though a commitment takes them within the lookahead: EASY backfilling
-        ahead of GADGET's plans. Returns the GPUs lent (0: none; the lookahead's rule then)."""
+        (``work`` at the ring's own rate, with a restart) though a commitment takes them within
+        the lookahead: EASY backfilling ahead of GADGET's plans. Returns the GPUs lent (0: none;
+        the lookahead's rule then)."""
         now, slot_s = nodes.now_s, nodes.slot_s
         look = self.p.lend_lookahead
-        work = js.remaining_at(now) * self.errors.pessimistic()
         restart = self.p.restart_for(nodes)
         views = self.views(nodes.cluster)[0]
         frees: dict[int, list] = {}
@@ -218,7 +220,7 @@ class Lender:
 
         def slots_to_end(pl):  # the slots from this one that the ring runs into
             rate = ring_rate(nodes.speed, js, pl, now)
-            return math.floor((now + restart + work / max(rate, 1e-12)) / slot_s + 1e-9) - slot + 1 if rate > 0 else look
+            return math.floor((now + restart + work / rate) / slot_s + 1e-9) - slot + 1 if rate > 0 else look
 
         top = min(self.p.most_workers(js.job, nodes.cluster.total_gpus), max(max(cap.now_free), js.job.min_workers))
         for w in range(top, js.job.min_workers - 1, -1):

@@ -83,6 +83,12 @@ def test_each_window_of_idle_gpus_keeps_what_a_backfilled_ring_leaves():
     lists.take_now(((1, 6),), False)
     idle.assign(lists)
     assert [int(idle.within(k)[1]) for k in (1, 2, 3, 4)] == [0, 0, 0, 0]
+    # a ring kept on GPUs idle in this slot leaves the tighter later windows as they were
+    idle = IdleCapacity.of(_Ledger([[0, 2, 2, 6]]), np.array([8]), 0, 4, 0.5)
+    lists = idle.as_lists()
+    assert lists.take_now(((0, 2),), False) == 0  # the lookahead's free (2) stays
+    idle.assign(lists)
+    assert [int(idle.within(k)[0]) for k in (1, 2, 3, 4)] == [6, 6, 6, 2]
 
 
 def test_the_lending_order_ranks_a_job_wider_than_the_cluster_at_its_widest_ring_here():

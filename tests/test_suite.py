@@ -201,11 +201,7 @@ def test_ctrl_c_and_sigterm_keep_the_finished_cells(tmp_path, sig):
         f"{cells.workload.iloc[0]} seed 0 exact {cells.policy.iloc[0]}")
 
 
-def test_trades_separate_utility_bought_mean_jct_from_losses():
-    """``benchmarks/suite_against_each.py --trades``: a baseline faster but with far less utility
-    is a trade (its mean JCT does not count at the kept utility), one at least as good on both
-    is a loss. Mutants caught: no utility filter (the ratio 2.0 against the trade), the
-    dominance test on mean JCT alone (the trade listed as a loss)."""
+def _against_each_module():
     import importlib.util
     from pathlib import Path
 
@@ -213,6 +209,15 @@ def test_trades_separate_utility_bought_mean_jct_from_losses():
     spec = importlib.util.spec_from_file_location("suite_against_each", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_trades_separate_utility_bought_mean_jct_from_losses():
+    """``benchmarks/suite_against_each.py --trades``: a baseline faster but with far less utility
+    is a trade (its mean JCT does not count at the kept utility), one at least as good on both
+    is a loss. Mutants caught: no utility filter (the ratio 2.0 against the trade), the
+    dominance test on mean JCT alone (the trade listed as a loss)."""
+    mod = _against_each_module()
     rows = [("w", s, p, u, j) for s in (0, 1) for p, u, j in
             (("gadget", 100.0, 200.0), ("fast", 60.0, 100.0), ("even", 101.0, 160.0), ("slow", 99.0, 400.0))]
     cells = pd.DataFrame(rows, columns=["workload", "seed", "policy", "total_utility", "mean_jct_s"]).assign(estimates="exact")
@@ -221,3 +226,17 @@ def test_trades_separate_utility_bought_mean_jct_from_losses():
     assert t.fastest_utility_ratio == pytest.approx(0.6)
     assert t.mean_jct_ratio_at_utility == pytest.approx(200.0 / 160.0)
     assert t.at_least_as_good_on_both == "even"
+
+
+def test_trades_per_seed_show_a_seed_the_means_hide():
+    """``--trades --per-seed``: srtf wins both metrics on seed 1 only; the means over seeds show
+    no loss, the per-seed rows show it on seed 1 and not on seed 0. Mutant caught: the seed
+    left out of the grouping keys (one row, no loss)."""
+    mod = _against_each_module()
+    rows = [("w", 0, "gadget", 120.0, 100.0), ("w", 0, "srtf", 80.0, 110.0),
+            ("w", 1, "gadget", 100.0, 200.0), ("w", 1, "srtf", 105.0, 150.0)]
+    cells = pd.DataFrame(rows, columns=["workload", "seed", "policy", "total_utility", "mean_jct_s"]).assign(estimates="exact")
+    assert mod.trades(cells).at_least_as_good_on_both.tolist() == [""]  # means: gadget 110 / 150 s, srtf 92.5 / 130 s
+    t = mod.trades(cells, per_seed=True)
+    assert t.seed.tolist() == [0, 1] and t.at_least_as_good_on_both.tolist() == ["", "srtf"]
+    assert t.mean_jct_ratio.tolist() == pytest.approx([100.0 / 110.0, 200.0 / 150.0])

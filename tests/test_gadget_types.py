@@ -161,3 +161,31 @@ def test_workload_bounds_take_each_jobs_slowest_type(tmp_path):
     assert L_of["t4"] < L_of["h200"]  # slower: more GPU-slots per unit of utility
     for mixed in (h200_first, t4_first(tmp_path)):
         assert derive_bounds(p, True, jobs, mixed)[0] == pytest.approx(L_of["t4"])
+
+
+def _lent_from_t4(tmp_path, work: float, **params) -> tuple:
+    """Where lending puts a 4-GPU job with no plan that runs on lent T4 GPUs (server 0) while
+    the H200 servers are idle."""
+    c = t4_first(tmp_path)
+    pol = Gadget(**params)
+    js = JobState(_job(0, 4, work), 0, 0.0)
+    js.status = "active"
+    n = _nodes(c)
+    pol._ensure(n, [js])
+    out: dict = {}
+    pol.lender.lend([js], n, 0, out, {"j0": (0, 0, 0, 0)}, [])
+    return _gpu(c, out["j0"])
+
+
+def test_a_lent_ring_on_a_slow_type_moves_to_idle_gpus_of_a_faster_one(tmp_path):
+    """A lent ring kept its slow GPUs for life: lending keeps where a job runs, and only planned
+    jobs were upgraded (a Philly job run on T4 for 12 days beside H200s that freed up, 20x
+    faster). Mutants caught: lent rings left out of ``upgrade`` (it stays on T4); the gain
+    threshold left out, the nearly-done test left out (each: the job moves)."""
+    assert _lent_from_t4(tmp_path, 1e7) == {"h200"}
+    assert _lent_from_t4(tmp_path, 1e7, upgrade_lent=False) == {"t4"}
+    assert _lent_from_t4(tmp_path, 1e7, top_up_gain=100.0) == {"t4"}  # a gain below the threshold
+    t4 = SpeedModel(t4_first(tmp_path)).throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="t4")
+    # 300 s left on T4: H200 would finish it sooner, restart included, but a move within a
+    # restart and a slot of the end is not made (as for planned jobs)
+    assert _lent_from_t4(tmp_path, 300.0 * t4, top_up_gain=0.0) == {"t4"}

@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib.util
 import json
 
+import numpy as np
+import pandas as pd
+
 import pytest
 
 from conftest import POLLUX, REPO, needs_shared
@@ -158,3 +161,31 @@ def test_compare_config_carries_the_gpu_profiles(cli, tmp_path, monkeypatch):
     code, _, err = cli("compare", "--config", first / "experiment.yaml", "--out", again)
     assert code == 0, err
     assert (again / "summary.csv").read_bytes() == (first / "summary.csv").read_bytes()
+
+
+def test_a_trace_jobs_utility_knee_is_its_run_on_the_fastest_type_that_hosts_it(tmp_path):
+    """``traces.convert.to_jobs`` on T4 servers listed first and one 8-GPU H200 server: the
+    value stays the work's GPU-hours on the first type (the trace's duration there), the knee
+    moves to three times the run on H200; a 16-GPU job no H200 set can host keeps the T4 knee;
+    a one-type cluster is unchanged. Mutants caught: the knee from the first type (as before),
+    a type too small for the size allowed (the 16-GPU knee at H200's rate), the value priced
+    from the knee's run."""
+    from ringsched.traces.convert import to_jobs
+    from ringsched.utility.defaults import MIN_TARGET_S
+
+    f = tmp_path / "c.yaml"
+    f.write_text("servers:\n  - {count: 4, gpus: 4, gpu: t4}\n  - {count: 1, gpus: 8}\n")
+    c = load_cluster(str(f))
+    frame = pd.DataFrame({"job_id": ["a", "b"], "arrival_s": [0.0, 0.0], "model": ["resnet50"] * 2,
+                          "local_bsz": [64, 64], "num_gpus": [8, 16], "duration_s": [36_000.0] * 2,
+                          "work_samples": [np.nan] * 2, "tenant": ["", ""]})
+    a, b = to_jobs(frame, c)
+    sp = SpeedModel(c)
+    fast = a.work_samples / sp.throughput_sps("resnet50", 64, (8, 1, 8, 1), gpu="h200")
+    assert a.utility.value == pytest.approx(8 * 36_000.0 / 3600.0)  # GPU-hours at the trace's duration
+    assert a.utility.target_jct_s == pytest.approx(max(3.0 * fast, MIN_TARGET_S)) and fast < 36_000.0 / 3
+    # 16 GPUs: only the T4 servers hold it, packed four to a server as they are
+    t4 = b.work_samples / sp.throughput_sps("resnet50", 64, (16, 4, 4, 1), gpu="t4")
+    assert b.utility.target_jct_s == pytest.approx(3.0 * t4)
+    (h,) = to_jobs(frame.iloc[:1], parse_spec("2x8"))
+    assert h.utility.target_jct_s == pytest.approx(3.0 * 36_000.0)

@@ -11,7 +11,9 @@
   size, the time it took in the source cluster.
 * Worker bounds: elastic jobs may run on 1..requested GPUs; ``elastic=False`` pins them to the
   requested count (rigid).
-* Utility: ``objectives.defaults.jct_utility`` of the job's run time alone at its size.
+* Utility: ``utility.defaults.jct_utility`` of the job's run time alone at its size: its
+  value from that run on the first type (the work's reference), its knee from the run on the
+  fastest GPU type that can host the size (``knee_run_s``; the same on a one-type cluster).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def to_jobs(frame: pd.DataFrame, cluster: Cluster, *, seed: int = 0, elastic: bo
     work = frame["work_samples"].to_numpy(dtype=float)
     work = np.where(np.isfinite(work), work, dur * rate)
     run_s = work / rate
+    fast = _fastest_type_rates(speed, cluster, keys)
+    knee_s = work / np.array([fast[k] or tput[k] for k in keys], dtype=float) if n else np.zeros(0)
     ids = frame["job_id"].astype(str).to_numpy()
     arrival = frame["arrival_s"].to_numpy(dtype=float)
     tenant = frame["tenant"].fillna("").astype(str).to_numpy()
@@ -71,5 +75,17 @@ def to_jobs(frame: pd.DataFrame, cluster: Cluster, *, seed: int = 0, elastic: bo
         jobs.append(Job(job_id=ids[i], arrival_s=float(arrival[i]), model=canon[models[i]].name,
                         local_bsz=int(bsz[i]), work_samples=float(work[i]),
                         min_workers=1 if elastic else g, max_workers=g,
-                        utility=jct_utility(float(run_s[i]), g), requested_gpus=g, tenant=tenant[i]))
+                        utility=jct_utility(float(run_s[i]), g, knee_run_s=float(knee_s[i])),
+                        requested_gpus=g, tenant=tenant[i]))
     return jobs
+
+
+def _fastest_type_rates(speed: SpeedModel, cluster: Cluster, keys) -> dict:
+    """Per (model, batch, GPUs): the most samples/s of the ring packed onto as few servers of
+    one GPU type as its servers allow, over the types with that many GPUs (0: none has)."""
+    kinds = []
+    for t in cluster.gpu_types:
+        sizes = [s.gpus for s in cluster.servers if s.gpu == t]
+        kinds.append((t, max(sizes), sum(sizes)))
+    return {k: max([speed.throughput_sps(k[0], k[1], consolidated_shape(k[2], per), gpu=t)
+                    for t, per, total in kinds if total >= k[2]], default=0.0) for k in set(keys)}

@@ -2,7 +2,8 @@
 
 A job is worth its GPU-hours of work at the requested size (bigger jobs matter more, and the
 sum is comparable across traces), keeps almost all of it while its JCT stays within
-``slack`` times its run time alone, and loses it smoothly after. ``steepness`` is set so the
+``slack`` times its run time alone (at its size, on the cluster's fastest GPU type), and
+loses it smoothly after. ``steepness`` is set so the
 sigmoid falls from 98% to 2% of its value between JCT = 0 and 2 x target.
 """
 
@@ -16,6 +17,10 @@ DEFAULT_SLACK = 3.0
 MIN_TARGET_S = 1800.0  # short jobs are not penalised for queueing below half an hour
 
 
-def jct_utility(run_s: float, gpus: int, *, slack: float = DEFAULT_SLACK) -> SigmoidUtility:
-    target = max(slack * run_s, MIN_TARGET_S)
+def jct_utility(run_s: float, gpus: int, *, slack: float = DEFAULT_SLACK, knee_run_s: float | None = None) -> SigmoidUtility:
+    """``run_s`` alone at ``gpus`` prices the value; ``knee_run_s`` (default ``run_s``), the
+    job's run alone at its size on the cluster's fastest GPU type, places the knee: on a
+    two-type cluster a knee at the slow type's time kept jobs at full value up to 60x past
+    what they take on the fast one (convert.py)."""
+    target = max(slack * (run_s if knee_run_s is None else knee_run_s), MIN_TARGET_S)
     return SigmoidUtility(value=gpus * run_s / 3600.0, target_jct_s=target, steepness_per_s=float(np.log(49.0)) / target)

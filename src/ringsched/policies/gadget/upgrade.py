@@ -1,12 +1,14 @@
-"""Lending a planned job idle GPUs of a faster type (``type_upgrade``; docs/theory.md, section 11).
+"""Lending a job idle GPUs of a faster type (``type_upgrade``; docs/theory.md, section 11).
 
 A job whose plan runs it on a slow GPU type in this slot is moved, for the slot, onto GPUs of a
 faster type that the ledger leaves idle over the lending lookahead, with the same worker count,
 when that pays for the restarts (one to move, one to move back, as a top-up counts them). Its
 commitment is untouched (its own GPUs stay reserved, idle); it keeps the faster GPUs while they
 stay idle, and when its plan later moves it to that type (a plan that changes type, or the
-next segment), ``CommitmentBook.stay_put`` keeps it where it runs. Lending outside the plans is
-outside the guarantee anyway (section 9)."""
+next segment), ``CommitmentBook.stay_put`` keeps it where it runs. A job with no plan that runs
+on lent GPUs of a slow type moves by the same rule (``upgrade_lent``): lending keeps a lent
+ring where it runs, so one lent on T4 while the H200s were busy stayed there for life. Lending
+outside the plans is outside the guarantee anyway (section 9)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from ringsched.policies.gadget.gain import lend_gain, ring_rate
 
 
 def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, cap) -> None:
-    """Move the planned jobs of ``out`` (in commit order) that run their plan on a slower type
-    than idle GPUs of another type, each onto the type of largest gain; ``views`` are the
+    """Move the jobs of ``out`` (in order) that run their plan, or a lent ring
+    (``upgrade_lent``), on a slower type than idle GPUs of another type, each onto the type of
+    largest gain; ``views`` are the
     cluster's types (``gpu_types.type_views``), ``gpu_of`` each server's, ``cap`` (arrays) is
     updated."""
     book, speed = lender.book, nodes.speed
@@ -28,8 +31,8 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
     window = lender.p.lend_lookahead * nodes.slot_s
     for jid, pl in list(out.items()):
         plan = book.plans.get(jid)
-        if plan is None or not pl or plan.at(slot) != pl:
-            continue  # lent or topped up already, or no commitment in this slot
+        if not pl or (plan.at(slot) != pl if plan is not None else not lender.p.upgrade_lent):
+            continue  # lent on top of its plan already, or no commitment in this slot
         w, here = len(pl), gpu_of[pl[0]]
         prev = previous.get(jid, ())
         moved = prev and len(prev) == w and gpu_of[prev[0]] != here and _fits(book, cap, prev, True)

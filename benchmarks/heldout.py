@@ -1,10 +1,11 @@
 """Workloads outside the suite (docs/suite.md, "Held out"): other Philly VCs, another ITP
-cluster, two synthetic mixes and the Alibaba pods on another cluster, built the suite's way
+cluster, two synthetic mixes, the Alibaba pods on another cluster, and another Philly VC and a
+heavier synthetic mix on the suite's two-GPU-type clusters, built the suite's way
 (``SuiteWorkload``), every policy (or ``--policies``), seeds 0 and 1, exact estimates (or
-``--estimates``). Writes OUT/cells.parquet and prints the target's ratios to the best baseline
-per workload.
+``--estimates``), every workload (or ``--workloads``). Writes OUT/cells.parquet and prints the
+target's ratios to the best baseline per workload.
 
-    python benchmarks/heldout.py OUT [--policies gadget,oasis] [--estimates lognormal:1] [--workers 2]
+    python benchmarks/heldout.py OUT [--policies gadget,oasis] [--estimates lognormal:1] [--workloads NAME,...] [--workers 2]
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ def workloads():
         SuiteWorkload("ho-syn-3x8-rigid-2", "synthetic", "synthetic:300,load=0.375", "3x8", "held out", rigid=True),
         SuiteWorkload("ho-alibaba-4x8", "alibaba", f"alibaba:{S}/alibaba-gpu-v2023/openb_pod_list_default.csv",
                       "4x8", "held out", limit=2000),
+        SuiteWorkload("ho-mixed-philly-2869ce", "philly", PH, "{clusters}/t4x16-h200x4.yaml", "held out, two GPU types",
+                      vc="2869ce", limit=400),
+        SuiteWorkload("ho-mixed-syn-1.5", "synthetic", "synthetic:300,load=1.5", "{clusters}/t4x8-h200x2.yaml",
+                      "held out, two GPU types"),
     ]
 
 
@@ -46,8 +51,15 @@ def main() -> None:
     ap.add_argument("--target", default="gadget")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--estimates", default="exact", help="the duration knowledge (docs/metrics.md)")
+    ap.add_argument("--workloads", default=None, help="comma-separated names (default: every one)")
     a = ap.parse_args()
     ws = workloads()
+    if a.workloads:
+        names = a.workloads.split(",")
+        unknown = sorted(set(names) - {w.name for w in ws})
+        if unknown:
+            ap.error(f"unknown held-out workload(s): {', '.join(unknown)}")
+        ws = [w for w in ws if w.name in names]
     for w, why in skipped_workloads(ws):
         print(f"skipped {w.name}: {why}")
     skipped = {w.name for w, _ in skipped_workloads(ws)}

@@ -180,10 +180,12 @@ def _lent(pol, js, nodes, out, previous=None):
 def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
     """``type_upgrade``: a job running its plan on the T4 server is lent the idle H200 server for
     the slot (same workers; its commitment untouched), and keeps it while it stays idle; not
-    when the H200 is committed within the lending lookahead, nor when the job is nearly done
-    (a restart cannot pay), nor with the option off, nor onto a slower type. Mutants caught: the gain check left out
-    (onto the slower type); GPUs idle now but committed within the lookahead taken; no
-    nearly-done check; an earlier upgrade not kept; an earlier run on a slower type kept."""
+    when the H200 is committed within the lending lookahead, nor when the job runs and is nearly
+    done (a restart cannot pay; one that starts now moves), nor with the option off, nor onto a
+    slower type. Mutants caught: the gain check left out (onto the slower type); GPUs idle now
+    but committed within the lookahead taken; no nearly-done check; the nearly-done check for a
+    job that starts now too; no backfilled upgrade (a job done before the H200's commitment
+    stays on T4); an earlier upgrade not kept; an earlier run on a slower type kept."""
     c = _two_types(tmp_path)
     sp = SpeedModel(c)
     nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
@@ -206,7 +208,18 @@ def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
     pol, js = planned(h200_from=1)  # idle in this slot only
     assert _lent(pol, js, nodes, {"small": t4}) == t4
     assert _lent(pol, js, nodes, {"small": t4}, {"small": h200}) == h200  # (upgraded before: kept while idle now)
-    pol, js = planned(work=sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="t4") * 60.0)  # a minute left
+    minute = sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="t4") * 60.0
+    pol, js = planned(work=minute)  # a minute left, running on the T4s: a restart cannot pay
+    assert _lent(pol, js, nodes, {"small": t4}, {"small": t4}) == t4
+    pol, js = planned(work=minute)  # ... starting now: it pays a restart on either, so it moves
+    assert _lent(pol, js, nodes, {"small": t4}) == h200
+    pol, js = planned(work=minute, upgrade_starts=False)
+    assert _lent(pol, js, nodes, {"small": t4}) == t4
+    # the H200 server committed from slot 2: a job done on it well within that is backfilled
+    # there (its GPUs need not stay idle over the whole lookahead); the 12,000 s job is not
+    pol, js = planned(work=minute, h200_from=2)
+    assert _lent(pol, js, nodes, {"small": t4}) == h200
+    pol, js = planned(h200_from=2)
     assert _lent(pol, js, nodes, {"small": t4}) == t4
     pol, js = planned(type_upgrade=False)
     assert _lent(pol, js, nodes, {"small": t4}) == t4
@@ -215,3 +228,22 @@ def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
     pol.book.commit("small", Plan([(0, 40, h200)], 12000.0, 1.0, 0.0))
     assert _lent(pol, js, nodes, {"small": h200}) == h200
     assert _lent(pol, js, nodes, {"small": h200}, {"small": t4}) == h200  # (ran on lent T4s before: not kept)
+
+
+def test_a_job_running_early_on_its_slow_plan_is_lent_idle_fast_gpus(tmp_path):
+    """A planned job that runs before its plan starts (a late start), on the plan's T4 servers,
+    is lent the idle H200 server like a job running its plan (``upgrade_lent``): jobs of
+    seconds on H200 planned onto T4s ran there for minutes. Mutant caught: early runs left out
+    of ``upgrade`` (as lent on top of a plan)."""
+    c = _two_types(tmp_path)
+    sp = SpeedModel(c)
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
+    t4, h200 = (0, 0, 0, 0), (1, 1, 1, 1)
+    _, small = _jobs(sp)
+    for opts, where in (({}, h200), ({"upgrade_lent": False}, t4)):
+        pol = Gadget(L=1.0, U=10.0, **opts)
+        pol._ensure(nodes, [])
+        pol.book.commit("small", Plan([(3, 40, t4)], 12000.0, 1.0, 0.0))  # starts in slot 3
+        js = JobState(small, 1, 0.0)
+        js.status = "active"
+        assert _lent(pol, js, nodes, {"small": t4}) == where

@@ -22,3 +22,16 @@ def lend_gain(r0: float, r1: float, remaining: float, restart_s: float, window_s
     if t_new <= window_s:  # done while lent
         return (t_old - t_new) / t_old
     return (r1 * (window_s - restart_s) - r0 * restart_s) / (r0 * window_s) - 1.0
+
+
+def start_gain(r0: float, r1: float, remaining: float, restart_s: float, window_s: float) -> float:
+    """``lend_gain`` for a job that starts now: it pays a restart on either ring, so moving costs
+    none, and only moving back (when it is not done while lent) costs one. A job of seconds on
+    H200 planned onto a T4 for minutes never started on an idle H200: to ``lend_gain`` it was
+    nearly done."""
+    t_old = restart_s + remaining / r0
+    t_new = restart_s + remaining / r1
+    if t_new <= window_s:  # done while lent
+        return (t_old - t_new) / t_old
+    run = window_s - restart_s
+    return (r1 * run - r0 * restart_s) / (r0 * run) - 1.0

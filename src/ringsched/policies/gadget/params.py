@@ -99,8 +99,10 @@ class GadgetParams:
     # GPUs of a faster one when that pays for the restarts (policies/gadget/upgrade.py)
     type_switch: bool = True
     type_upgrade: bool = True
-    # type_upgrade moves jobs with no plan on lent GPUs of a slow type too (upgrade.py)
+    # type_upgrade moves jobs on lent GPUs of a slow type too (no plan, or before it starts; upgrade.py)
     upgrade_lent: bool = True
+    # ... and charges a job that starts now no restart to move (it pays one anywhere: gain.start_gain)
+    upgrade_starts: bool = True
     # GPUs of the cluster that no one elastic job's plan or lent ring takes (the lane): the last
     # GPU speeds a job by about 1/N, while holding every GPU keeps each arrival waiting for the
     # job's whole run (docs/theory.md section 9); a job whose fewest workers need them gets them,

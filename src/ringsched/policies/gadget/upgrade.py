@@ -5,39 +5,46 @@ faster type that the ledger leaves idle over the lending lookahead, with the sam
 when that pays for the restarts (one to move, one to move back, as a top-up counts them). Its
 commitment is untouched (its own GPUs stay reserved, idle); it keeps the faster GPUs while they
 stay idle, and when its plan later moves it to that type (a plan that changes type, or the
-next segment), ``CommitmentBook.stay_put`` keeps it where it runs. A job with no plan that runs
-on lent GPUs of a slow type moves by the same rule (``upgrade_lent``): lending keeps a lent
-ring where it runs, so one lent on T4 while the H200s were busy stayed there for life. Lending
-outside the plans is outside the guarantee anyway (section 9)."""
+next segment), ``CommitmentBook.stay_put`` keeps it where it runs. A job on lent GPUs of a
+slow type (no plan, or before its plan starts) moves by the same rule (``upgrade_lent``):
+lending keeps a lent ring where it runs, so one lent on T4 while the H200s were busy stayed
+there for life. A job that starts now pays a restart wherever it starts, so its move is not
+charged one (``upgrade_starts``, ``gain.start_gain``), and a one-server ring that ends before a
+commitment takes idle GPUs of the faster type may take them, as lending backfills
+(``_backfilled``). Lending outside the plans is outside the guarantee anyway (section 9)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ringsched.embedding import consolidated
-from ringsched.policies.gadget.gain import lend_gain, ring_rate
+from ringsched.policies.gadget.gain import lend_gain, ring_rate, start_gain
 
 
 def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, cap) -> None:
     """Move the jobs of ``out`` (in order) that run their plan, or a lent ring
     (``upgrade_lent``), on a slower type than idle GPUs of another type, each onto the type of
-    largest gain; ``views`` are the
+    largest gain (over the lookahead, else backfilled); ``views`` are the
     cluster's types (``gpu_types.type_views``), ``gpu_of`` each server's, ``cap`` (arrays) is
     updated."""
     book, speed = lender.book, nodes.speed
     by_id = None
-    idle, room = _idle(cap, views)
+    idle, room, room_now = _idle(cap, views)
     restart = lender.p.restart_for(nodes)
     window = lender.p.lend_lookahead * nodes.slot_s
     for jid, pl in list(out.items()):
         plan = book.plans.get(jid)
-        if not pl or (plan.at(slot) != pl if plan is not None else not lender.p.upgrade_lent):
-            continue  # lent on top of its plan already, or no commitment in this slot
+        committed = plan.at(slot) if plan is not None else ()
+        if not pl or (committed != pl if committed else not lender.p.upgrade_lent):
+            continue  # lent on top of its plan already, or lent (no plan, or before it starts)
         w, here = len(pl), gpu_of[pl[0]]
         prev = previous.get(jid, ())
         moved = prev and len(prev) == w and gpu_of[prev[0]] != here and _fits(book, cap, prev, True)
         others = [v for v, r in zip(views, room) if v.gpu != here and r >= w]
-        if not (moved or others):
+        backfill = lender.p.backfill and any(v.gpu != here and r >= w for v, r in zip(views, room_now))
+        if not (moved or others or backfill):
             continue  # no other type has room for the ring
         if by_id is None:
             by_id = {js.job_id: js for js in jobs}
@@ -46,29 +53,67 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
         if moved and ring_rate(speed, js, prev, nodes.now_s) > r0:
             _take(book, cap, prev)  # upgraded before: it stays while the faster GPUs are idle
             out[jid] = prev
-            idle, room = _idle(cap, views)
+            idle, room, room_now = _idle(cap, views)
             continue
         rem = js.remaining_at(nodes.now_s)
-        if rem <= 0 or rem / r0 <= restart + nodes.slot_s:
+        starts = lender.p.upgrade_starts and not prev  # it starts now either way: no restart to move
+        if rem <= 0 or (not starts and rem / r0 <= restart + nodes.slot_s):
             continue  # nearly done: a restart cannot pay
+        gain_of = start_gain if starts else lend_gain
         best = None
         for v in others:
             cand = consolidated(w, np.where(v.mask, idle, 0))
             if cand is None or (len(set(cand)) > 1 and not _fits(book, cap, cand, False)):
                 continue
-            gain = lend_gain(r0, ring_rate(speed, js, cand, nodes.now_s), rem, restart, window)
+            gain = gain_of(r0, ring_rate(speed, js, cand, nodes.now_s), rem, restart, window)
             if gain >= lender.p.top_up_gain and (best is None or gain > best[0]):
-                best = (gain, cand)
+                best = (gain, cand, None)
+        if best is None and backfill:
+            best = _backfilled(lender, js, views, here, w, r0, rem, nodes, slot, cap, gain_of)
         if best is not None:
-            _take(book, cap, best[1])
+            if best[2] is None:
+                _take(book, cap, best[1])
+            else:
+                cap.take_within(book.sparse(best[1])[3], False, best[2])
             out[jid] = best[1]
-            idle, room = _idle(cap, views)
+            idle, room, room_now = _idle(cap, views)
+
+
+def _backfilled(lender, js, views, here: str, w: int, r0: float, rem: float, nodes, slot: int, cap, gain_of):
+    """(gain, placement, k) of a one-server ring of another type on GPUs idle now that a
+    commitment takes only after the job ends there (within k slots of the lookahead; its work
+    at the estimates' pessimistic factor, a restart included), as lending backfills
+    (``lending.py _backfill``); None when none gains ``top_up_gain``. On T4 + H200, jobs of
+    seconds on H200 planned onto T4s (minutes there) found no H200 idle over the whole lookahead."""
+    now, slot_s, look = nodes.now_s, nodes.slot_s, lender.p.lend_lookahead
+    restart = lender.p.restart_for(nodes)
+    work = rem * lender.errors.pessimistic()
+    best = None
+    for v in views:
+        if v.gpu == here:
+            continue
+        cand = consolidated(w, np.where(v.mask, cap.within(1), 0))
+        if cand is None or len(set(cand)) > 1:
+            continue
+        r1 = ring_rate(nodes.speed, js, cand, now)
+        k = math.floor((now + restart + work / r1) / slot_s + 1e-9) - slot + 1
+        if k >= look:
+            continue  # (the lookahead's rule, above, decides a longer run)
+        cand = consolidated(w, np.where(v.mask, cap.within(k), 0))
+        if cand is None or len(set(cand)) > 1:
+            continue
+        gain = gain_of(r0, ring_rate(nodes.speed, js, cand, now), rem, restart, look * slot_s)
+        if gain >= lender.p.top_up_gain and (best is None or gain > best[0]):
+            best = (gain, cand, k)
+    return best
 
 
 def _idle(cap, views):
-    """GPUs idle over the lookahead per server, and their number on each type."""
+    """GPUs idle over the lookahead per server, their number on each type, and the number
+    idle now on each type."""
     idle = np.minimum(cap.free, cap.now_free)
-    return idle, [int(idle[v.mask].sum()) for v in views]
+    now = np.asarray(cap.now_free)
+    return idle, [int(idle[v.mask].sum()) for v in views], [int(now[v.mask].sum()) for v in views]
 
 
 def _fits(book, cap, pl: tuple, now_only: bool) -> bool:

@@ -183,8 +183,8 @@ def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
     when the H200 is committed within the lending lookahead, nor when the job runs and is nearly
     done (a restart cannot pay; one that starts now moves), nor with the option off, nor onto a
     slower type. Mutants caught: the gain check left out (onto the slower type); GPUs idle now
-    but committed within the lookahead taken; no nearly-done check; the nearly-done check for a
-    job that starts now too; no backfilled upgrade (a job done before the H200's commitment
+    but committed within the lookahead taken; no nearly-done check; the nearly-done check, or
+    ``lend_gain``'s restart to move, for a job that starts now too; no backfilled upgrade (a job done before the H200's commitment
     stays on T4); an earlier upgrade not kept; an earlier run on a slower type kept."""
     c = _two_types(tmp_path)
     sp = SpeedModel(c)
@@ -211,9 +211,11 @@ def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
     minute = sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="t4") * 60.0
     pol, js = planned(work=minute)  # a minute left, running on the T4s: a restart cannot pay
     assert _lent(pol, js, nodes, {"small": t4}, {"small": t4}) == t4
-    pol, js = planned(work=minute)  # ... starting now: it pays a restart on either, so it moves
+    # 20 s of work on the T4s, starting now: it pays a restart on either, so it moves (charged a
+    # restart to move, as a running job is, it would lose time)
+    pol, js = planned(work=minute / 3)
     assert _lent(pol, js, nodes, {"small": t4}) == h200
-    pol, js = planned(work=minute, upgrade_starts=False)
+    pol, js = planned(work=minute / 3, upgrade_starts=False)
     assert _lent(pol, js, nodes, {"small": t4}) == t4
     # the H200 server committed from slot 2: a job done on it well within that is backfilled
     # there (its GPUs need not stay idle over the whole lookahead); the 12,000 s job is not
@@ -247,3 +249,84 @@ def test_a_job_running_early_on_its_slow_plan_is_lent_idle_fast_gpus(tmp_path):
         js = JobState(small, 1, 0.0)
         js.status = "active"
         assert _lent(pol, js, nodes, {"small": t4}) == where
+
+
+def test_start_gain_charges_a_job_that_starts_now_no_restart_to_move():
+    """``gain.start_gain``: done while lent, the time saved over the time on the planned ring,
+    both with a restart; past the window, the progress there less one restart to move back;
+    a window no longer than a restart gains nothing. Mutants caught: ``lend_gain`` in its place
+    (a restart to move charged), the move back left out, no guard (a window shorter than a
+    restart turned a slower ring into a gain)."""
+    from ringsched.policies.gadget.gain import lend_gain, start_gain
+
+    assert start_gain(1.0, 4.0, 400.0, 30.0, 1200.0) == pytest.approx((430.0 - 130.0) / 430.0)
+    assert lend_gain(1.0, 4.0, 400.0, 30.0, 1200.0) < start_gain(1.0, 4.0, 400.0, 30.0, 1200.0)
+    assert start_gain(1.0, 2.0, 1e6, 30.0, 1200.0) == pytest.approx((2.0 * 1170.0 - 30.0) / 1170.0 - 1.0)
+    assert start_gain(1.0, 0.5, 1e6, 30.0, 20.0) == -1.0
+    assert start_gain(1.0, 2.0, 1e6, 30.0, 30.0) == -1.0
+
+
+def _three_servers(tmp_path):
+    f = tmp_path / "c3.yaml"
+    f.write_text("servers:\n  - {count: 1, gpus: 4, gpu: t4}\n  - {count: 2, gpus: 8}\n")
+    return load_cluster(str(f))
+
+
+def test_a_backfilled_upgrade_takes_the_server_that_stays_idle_until_the_job_ends(tmp_path):
+    """A 4-GPU job planned on the T4 server from now, done in about a slot and a half on H200:
+    H200 server 1 is committed whole from slot 1; server 2 has 2 GPUs committed from slot 1 and
+    all 8 from slot 3. It is backfilled onto server 2, which stays idle enough for the two slots
+    it needs, and server 2's windows of 1-4 slots go from 8, 6, 6, 0 idle GPUs to 4, 2, 2, 0.
+    Mutants caught: the ring chosen on GPUs idle now only (server 1, taken back before the job
+    ends); only this slot taken (4, 4, 4, 0); the whole lookahead taken (4, 2, 2, -4)."""
+    c = _three_servers(tmp_path)
+    sp = SpeedModel(c)
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
+    rate = sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="h200")
+    job = Job("j", 0.0, "resnet50", 64, rate * 400.0, 4, 4, SigmoidUtility(1, 6 * 3600, 0.001))
+    pol = Gadget(L=1.0, U=10.0)
+    pol._ensure(nodes, [])
+    pol.book.commit("j", Plan([(0, 40, (0, 0, 0, 0))], 12000.0, 1.0, 0.0))
+    pol.book.commit("a", Plan([(1, 40, (1,) * 8)], 12000.0, 1.0, 0.0))
+    pol.book.commit("b", Plan([(1, 40, (2, 2))], 12000.0, 1.0, 0.0))
+    pol.book.commit("c", Plan([(3, 40, (2,) * 6)], 12000.0, 1.0, 0.0))
+    js = JobState(job, 0, 0.0)
+    js.status = "active"
+    from ringsched.policies.gadget import upgrade as up
+    seen = {}
+    real = up._idle
+
+    def spy(cap, views):  # server 2's windows at each call: the last one is after the move
+        seen.setdefault("w", []).append([int(cap.within(k)[2]) for k in (1, 2, 3, 4)])
+        return real(cap, views)
+
+    up._idle = spy
+    try:
+        assert _lent(pol, js, nodes, {"j": (0, 0, 0, 0)}) == (2, 2, 2, 2)
+    finally:
+        up._idle = real
+    assert seen["w"][0] == [8, 6, 6, 0] and seen["w"][-1] == [4, 2, 2, 0]
+
+
+def test_an_early_run_kept_on_a_faster_type_leaves_its_plans_gpus_to_others(tmp_path):
+    """A planned job whose plan (on the T4 server, from slot 10) has not started runs on the H200
+    server, upgraded before; a rigid 8-GPU job waits. Lending keeps the early run where it is
+    and the waiting job gets the T4 server. Mutant caught: the early run first given its plan's
+    T4 GPUs and moved back by ``upgrade`` (the T4 GPUs booked for nothing, the 8-GPU job left
+    waiting)."""
+    f = tmp_path / "c.yaml"
+    f.write_text("servers:\n  - {count: 1, gpus: 8, gpu: t4}\n  - {count: 1, gpus: 4}\n")
+    c = load_cluster(str(f))
+    sp = SpeedModel(c)
+    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
+    rate = sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="h200")
+    a = JobState(Job("a", 0.0, "resnet50", 64, rate * 600.0, 4, 4, SigmoidUtility(1, 6 * 3600, 0.001)), 0, 0.0)
+    b = JobState(Job("b", 0.0, "resnet50", 64, rate * 36000.0, 8, 8, SigmoidUtility(1, 6 * 3600, 0.001)), 1, 0.0)
+    for js in (a, b):
+        js.status = "active"
+    pol = Gadget(L=1.0, U=10.0)
+    pol._ensure(nodes, [])
+    pol.book.commit("a", Plan([(10, 40, (0, 0, 0, 0))], 12000.0, 1.0, 0.0))
+    out: dict = {}
+    pol.lender.lend([a, b], nodes, 0, out, {"a": (1, 1, 1, 1)}, [])
+    assert out["a"] == (1, 1, 1, 1) and out.get("b") == (0,) * 8

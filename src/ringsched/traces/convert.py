@@ -82,10 +82,14 @@ def to_jobs(frame: pd.DataFrame, cluster: Cluster, *, seed: int = 0, elastic: bo
 
 def _fastest_type_rates(speed: SpeedModel, cluster: Cluster, keys) -> dict:
     """Per (model, batch, GPUs): the most samples/s of the ring packed onto as few servers of
-    one GPU type as its servers allow, over the types with that many GPUs (0: none has)."""
-    kinds = []
-    for t in cluster.gpu_types:
-        sizes = [s.gpus for s in cluster.servers if s.gpu == t]
-        kinds.append((t, max(sizes), sum(sizes)))
-    return {k: max([speed.throughput_sps(k[0], k[1], consolidated_shape(k[2], per), gpu=t)
-                    for t, per, total in kinds if total >= k[2]], default=0.0) for k in set(keys)}
+    one GPU type as its servers allow (largest first), over the types with that many GPUs (0:
+    none has)."""
+    sizes = {t: sorted((s.gpus for s in cluster.servers if s.gpu == t), reverse=True) for t in cluster.gpu_types}
+    return {k: max([speed.throughput_sps(k[0], k[1], _packed_shape(k[2], sz), gpu=t)
+                    for t, sz in sizes.items() if sum(sz) >= k[2]], default=0.0) for k in set(keys)}
+
+
+def _packed_shape(workers: int, sizes_desc: list[int]) -> tuple:
+    """The shape of ``workers`` on the fewest of these servers, largest first."""
+    k = int(np.searchsorted(np.cumsum(sizes_desc), workers)) + 1
+    return (workers, k, min(workers, sizes_desc[0]), 1)

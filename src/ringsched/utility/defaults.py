@@ -2,8 +2,8 @@
 
 A job is worth its GPU-hours of work at the requested size (bigger jobs matter more, and the
 sum is comparable across traces), keeps almost all of it while its JCT stays within
-``slack`` times its run time alone (at its size, on the cluster's fastest GPU type), and
-loses it smoothly after. ``steepness`` is set so the
+``slack`` times its run time alone (``knee_run_s``: trace jobs pass their run at their size on
+the cluster's fastest GPU type, ``traces/convert.py``), and loses it smoothly after. ``steepness`` is set so the
 sigmoid falls from 98% to 2% of its value between JCT = 0 and 2 x target.
 """
 

@@ -34,4 +34,6 @@ def start_gain(r0: float, r1: float, remaining: float, restart_s: float, window_
     if t_new <= window_s:  # done while lent
         return (t_old - t_new) / t_old
     run = window_s - restart_s
+    if run <= 0:
+        return -1.0  # a window no longer than a restart: nothing to gain
     return (r1 * run - r0 * restart_s) / (r0 * run) - 1.0

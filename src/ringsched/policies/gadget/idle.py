@@ -96,6 +96,16 @@ class IdleCapacity:
                 _take([self.now_bfree, self.bfree], s, self.nic_share, 1 if k == 1 else 2)
         return change
 
+    def give_back_now(self, pairs: tuple, multi: bool) -> None:
+        """Return a placement lent in this slot to this slot's idle GPUs (and NIC shares), when
+        its job moves elsewhere. Only this slot's row: the longer windows keep what the take
+        left, at most the truth (a take need not be undone exactly: a window capped by a
+        shorter one lost no more than the take)."""
+        for s, c in pairs:
+            self.now_free[s] += c
+            if multi:
+                self.now_bfree[s] += self.nic_share
+
     def take_extra(self, extra: np.ndarray, new_srv) -> None:
         """Lend ``extra`` GPUs per server on top of a placement (arrays); ``new_srv``: the servers
         that newly need the ring's NIC share (None: the ring stays on one server)."""

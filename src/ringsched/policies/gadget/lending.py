@@ -18,7 +18,7 @@ from ringsched.policies.gadget.gain import lend_gain, ring_rate
 from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only, type_views
 from ringsched.policies.gadget.idle import IdleCapacity
 from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
-from ringsched.policies.gadget.upgrade import upgrade
+from ringsched.policies.gadget.upgrade import keeps_faster, upgrade
 
 
 def _nic_need(own: np.ndarray, counts: np.ndarray, base_multi: bool) -> tuple[np.ndarray, bool]:
@@ -128,6 +128,7 @@ class Lender:
         free_total = sum(cap.free)
         now_total = sum(cap.now_free)
         sparse = self.book.sparse
+        upgrading = self.p.type_upgrade and self.p.upgrade_lent and len(nodes.cluster.gpu_types) > 1
         for i in order.tolist():
             if now_total == 0:
                 break  # nothing left to lend in this slot
@@ -138,6 +139,13 @@ class Lender:
                 # a planned job starts early where its plan will run it (no move later): its
                 # own reservations are what the lookahead would see there, so check this slot
                 first = plan.first_placement
+                if upgrading and keeps_faster(self, js, prev, first, nodes, cap, self.views(nodes.cluster)[1]):
+                    # upgraded before onto a faster type (upgrade.py): it stays while that is idle
+                    _, _, multi, pairs = sparse(prev)
+                    out[js.job_id] = prev
+                    free_total += cap.take_now(pairs, multi)
+                    now_total -= len(prev)
+                    continue
                 _, _, multi, pairs = sparse(first)
                 if cap.fits_now(pairs, multi):
                     out[js.job_id] = first

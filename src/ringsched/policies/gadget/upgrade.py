@@ -26,57 +26,77 @@ from ringsched.policies.gadget.gain import lend_gain, ring_rate, start_gain
 def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, cap) -> None:
     """Move the jobs of ``out`` (in order) that run their plan, or a lent ring
     (``upgrade_lent``), on a slower type than idle GPUs of another type, each onto the type of
-    largest gain (over the lookahead, else backfilled); ``views`` are the
-    cluster's types (``gpu_types.type_views``), ``gpu_of`` each server's, ``cap`` (arrays) is
-    updated."""
-    book, speed = lender.book, nodes.speed
-    by_id = None
-    idle, room, room_now = _idle(cap, views)
-    restart = lender.p.restart_for(nodes)
-    window = lender.p.lend_lookahead * nodes.slot_s
+    largest gain (over the lookahead, else backfilled); ``views`` are the cluster's types
+    (``gpu_types.type_views``), ``gpu_of`` each server's, ``cap`` (arrays) is updated. A lent
+    ring that moves gives its GPUs back for this slot."""
+    book = lender.book
+    by_id = {js.job_id: js for js in jobs}
+    rooms = _idle(cap, views)
     for jid, pl in list(out.items()):
         plan = book.plans.get(jid)
         committed = plan.at(slot) if plan is not None else ()
         if not pl or (committed != pl if committed else not lender.p.upgrade_lent):
             continue  # lent on top of its plan already, or lent (no plan, or before it starts)
-        w, here = len(pl), gpu_of[pl[0]]
+        here = gpu_of[pl[0]]
         prev = previous.get(jid, ())
-        moved = prev and len(prev) == w and gpu_of[prev[0]] != here and _fits(book, cap, prev, True)
-        others = [v for v, r in zip(views, room) if v.gpu != here and r >= w]
-        backfill = lender.p.backfill and any(v.gpu != here and r >= w for v, r in zip(views, room_now))
-        if not (moved or others or backfill):
-            continue  # no other type has room for the ring
-        if by_id is None:
-            by_id = {js.job_id: js for js in jobs}
-        js = by_id[jid]
-        r0 = ring_rate(speed, js, pl, nodes.now_s)
-        if moved and ring_rate(speed, js, prev, nodes.now_s) > r0:
-            _take(book, cap, prev)  # upgraded before: it stays while the faster GPUs are idle
-            out[jid] = prev
-            idle, room, room_now = _idle(cap, views)
-            continue
-        rem = js.remaining_at(nodes.now_s)
-        starts = lender.p.upgrade_starts and not prev  # it starts now either way: no restart to move
-        if rem <= 0 or (not starts and rem / r0 <= restart + nodes.slot_s):
-            continue  # nearly done: a restart cannot pay
-        gain_of = start_gain if starts else lend_gain
-        best = None
-        for v in others:
-            cand = consolidated(w, np.where(v.mask, idle, 0))
-            if cand is None or (len(set(cand)) > 1 and not _fits(book, cap, cand, False)):
+        if keeps_faster(lender, by_id[jid], prev, pl, nodes, cap, gpu_of):
+            move, take = prev, lambda pairs, multi: cap.take_now(pairs, multi)  # upgraded before: it stays while idle
+        else:
+            room_elsewhere = any(v.gpu != here and r >= len(pl) for v, r in zip(views, rooms[1]))
+            room_now_elsewhere = lender.p.backfill and any(v.gpu != here and r >= len(pl) for v, r in zip(views, rooms[2]))
+            if not (room_elsewhere or room_now_elsewhere):
+                continue  # no other type has room for the ring
+            best = _best_move(lender, by_id[jid], pl, prev, views, here, nodes, slot, cap, rooms, room_now_elsewhere)
+            if best is None:
                 continue
-            gain = gain_of(r0, ring_rate(speed, js, cand, nodes.now_s), rem, restart, window)
-            if gain >= lender.p.top_up_gain and (best is None or gain > best[0]):
-                best = (gain, cand, None)
-        if best is None and backfill:
-            best = _backfilled(lender, js, views, here, w, r0, rem, nodes, slot, cap, gain_of)
-        if best is not None:
-            if best[2] is None:
-                _take(book, cap, best[1])
-            else:
-                cap.take_within(book.sparse(best[1])[3], False, best[2])
-            out[jid] = best[1]
-            idle, room, room_now = _idle(cap, views)
+            move, k = best
+            take = (lambda pairs, multi: cap.take_for_lookahead(pairs, multi)) if k is None else \
+                (lambda pairs, multi, k=k: cap.take_within(pairs, multi, k))
+        _, _, multi, pairs = book.sparse(move)
+        take(pairs, multi)
+        if not committed:  # its lent GPUs are free again in this slot
+            _, _, was_multi, was = book.sparse(pl)
+            cap.give_back_now(was, was_multi)
+        out[jid] = move
+        rooms = _idle(cap, views)
+
+
+def keeps_faster(lender, js, prev: tuple, pl: tuple, nodes, cap, gpu_of) -> bool:
+    """Whether a job placed on ``pl`` keeps ``prev``, where it runs now: a ring of the same
+    width on another, faster type, idle in this slot (an earlier upgrade, kept while idle)."""
+    if not prev or len(prev) != len(pl) or gpu_of[prev[0]] == gpu_of[pl[0]] or not _fits(lender.book, cap, prev, True):
+        return False
+    return ring_rate(nodes.speed, js, prev, nodes.now_s) > ring_rate(nodes.speed, js, pl, nodes.now_s)
+
+
+def _best_move(lender, js, pl: tuple, prev: tuple, views, here: str, nodes, slot: int, cap, rooms, backfill: bool):
+    """(placement, k) of the best ring of the same width on another type that gains
+    ``top_up_gain``: on GPUs idle over the lookahead (k None), else backfilled (``_backfilled``);
+    None when none does. A job that starts now pays a restart wherever it starts, so its move is
+    charged none (``upgrade_starts``, ``start_gain``); a running job nearly done is not moved."""
+    book, now = lender.book, nodes.now_s
+    restart = lender.p.restart_for(nodes)
+    w = len(pl)
+    r0 = ring_rate(nodes.speed, js, pl, now)
+    rem = js.remaining_at(now)
+    starts = lender.p.upgrade_starts and not prev
+    if rem <= 0 or (not starts and rem / r0 <= restart + nodes.slot_s):
+        return None  # nearly done: a restart cannot pay
+    gain_of = start_gain if starts else lend_gain
+    window = lender.p.lend_lookahead * nodes.slot_s
+    best = None
+    for v, r in zip(views, rooms[1]):
+        if v.gpu == here or r < w:
+            continue
+        cand = consolidated(w, np.where(v.mask, rooms[0], 0))
+        if cand is None or (len(set(cand)) > 1 and not _fits(book, cap, cand, False)):
+            continue
+        gain = gain_of(r0, ring_rate(nodes.speed, js, cand, now), rem, restart, window)
+        if gain >= lender.p.top_up_gain and (best is None or gain > best[0]):
+            best = (gain, cand, None)
+    if best is None and backfill:
+        best = _backfilled(lender, js, views, here, w, r0, rem, nodes, slot, cap, gain_of)
+    return None if best is None else best[1:]
 
 
 def _backfilled(lender, js, views, here: str, w: int, r0: float, rem: float, nodes, slot: int, cap, gain_of):
@@ -120,9 +140,3 @@ def _fits(book, cap, pl: tuple, now_only: bool) -> bool:
     """Whether placement ``pl`` is idle in this slot (``now_only``) or over the lookahead too."""
     _, _, multi, pairs = book.sparse(pl)
     return cap.fits(pairs, multi, now_only)
-
-
-def _take(book, cap, pl: tuple) -> None:
-    """Lend ``pl``'s GPUs (and NIC shares, if it crosses servers) in this slot."""
-    _, _, multi, pairs = book.sparse(pl)
-    cap.take_now(pairs, multi)

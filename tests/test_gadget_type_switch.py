@@ -74,10 +74,20 @@ def test_switch_plans_match_a_step_by_step_walk(seed):
     assert found > 5
 
 
-def _two_types(tmp_path):
+def _cluster(tmp_path, groups: str):
     f = tmp_path / "c.yaml"
-    f.write_text("servers:\n  - {count: 1, gpus: 4, gpu: t4}\n  - {count: 1, gpus: 4}\n")
+    f.write_text("servers:\n" + groups)
     return load_cluster(str(f))
+
+
+def _two_types(tmp_path):
+    return _cluster(tmp_path, "  - {count: 1, gpus: 4, gpu: t4}\n  - {count: 1, gpus: 4}\n")
+
+
+def _nodes(c):
+    """The cluster's speed model and its nodes at t = 0 (300-s slots, 30-s restarts)."""
+    sp = SpeedModel(c)
+    return sp, Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
 
 
 def _jobs(sp):
@@ -99,9 +109,8 @@ def test_the_plan_moves_to_the_fast_type_when_it_frees_up(tmp_path):
     now on the T4 and moves to the H200 from the slot the commitment ends, and it pays more
     than the best one-type plan (type_switch=false: wait for the H200)."""
     c = _two_types(tmp_path)
-    sp = SpeedModel(c)
+    sp, nodes = _nodes(c)
     big, small = _jobs(sp)
-    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
     plans = {}
     for switch in (True, False):
         pol = Gadget(type_switch=switch)
@@ -187,8 +196,7 @@ def test_a_job_planned_on_the_slow_type_is_lent_idle_fast_gpus(tmp_path):
     ``lend_gain``'s restart to move, for a job that starts now too; no backfilled upgrade (a job done before the H200's commitment
     stays on T4); an earlier upgrade not kept; an earlier run on a slower type kept."""
     c = _two_types(tmp_path)
-    sp = SpeedModel(c)
-    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
+    sp, nodes = _nodes(c)
     t4, h200 = (0, 0, 0, 0), (1, 1, 1, 1)
     big, small = _jobs(sp)
 
@@ -238,8 +246,7 @@ def test_a_job_running_early_on_its_slow_plan_is_lent_idle_fast_gpus(tmp_path):
     seconds on H200 planned onto T4s ran there for minutes. Mutant caught: early runs left out
     of ``upgrade`` (as lent on top of a plan)."""
     c = _two_types(tmp_path)
-    sp = SpeedModel(c)
-    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
+    sp, nodes = _nodes(c)
     t4, h200 = (0, 0, 0, 0), (1, 1, 1, 1)
     _, small = _jobs(sp)
     for opts, where in (({}, h200), ({"upgrade_lent": False}, t4)):
@@ -267,9 +274,7 @@ def test_start_gain_charges_a_job_that_starts_now_no_restart_to_move():
 
 
 def _three_servers(tmp_path):
-    f = tmp_path / "c3.yaml"
-    f.write_text("servers:\n  - {count: 1, gpus: 4, gpu: t4}\n  - {count: 2, gpus: 8}\n")
-    return load_cluster(str(f))
+    return _cluster(tmp_path, "  - {count: 1, gpus: 4, gpu: t4}\n  - {count: 2, gpus: 8}\n")
 
 
 def test_a_backfilled_upgrade_takes_the_server_that_stays_idle_until_the_job_ends(tmp_path):
@@ -280,8 +285,7 @@ def test_a_backfilled_upgrade_takes_the_server_that_stays_idle_until_the_job_end
     Mutants caught: the ring chosen on GPUs idle now only (server 1, taken back before the job
     ends); only this slot taken (4, 4, 4, 0); the whole lookahead taken (4, 2, 2, -4)."""
     c = _three_servers(tmp_path)
-    sp = SpeedModel(c)
-    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
+    sp, nodes = _nodes(c)
     rate = sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="h200")
     job = Job("j", 0.0, "resnet50", 64, rate * 400.0, 4, 4, SigmoidUtility(1, 6 * 3600, 0.001))
     pol = Gadget(L=1.0, U=10.0)
@@ -314,11 +318,8 @@ def test_an_early_run_kept_on_a_faster_type_leaves_its_plans_gpus_to_others(tmp_
     and the waiting job gets the T4 server. Mutant caught: the early run first given its plan's
     T4 GPUs and moved back by ``upgrade`` (the T4 GPUs booked for nothing, the 8-GPU job left
     waiting)."""
-    f = tmp_path / "c.yaml"
-    f.write_text("servers:\n  - {count: 1, gpus: 8, gpu: t4}\n  - {count: 1, gpus: 4}\n")
-    c = load_cluster(str(f))
-    sp = SpeedModel(c)
-    nodes = Nodes(c, np.ones(c.num_servers, dtype=bool), 0.0, 300.0, sp, 30.0)
+    c = _cluster(tmp_path, "  - {count: 1, gpus: 8, gpu: t4}\n  - {count: 1, gpus: 4}\n")
+    sp, nodes = _nodes(c)
     rate = sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="h200")
     a = JobState(Job("a", 0.0, "resnet50", 64, rate * 600.0, 4, 4, SigmoidUtility(1, 6 * 3600, 0.001)), 0, 0.0)
     b = JobState(Job("b", 0.0, "resnet50", 64, rate * 36000.0, 8, 8, SigmoidUtility(1, 6 * 3600, 0.001)), 1, 0.0)

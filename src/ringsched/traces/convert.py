@@ -64,8 +64,10 @@ def to_jobs(frame: pd.DataFrame, cluster: Cluster, *, seed: int = 0, elastic: bo
     work = frame["work_samples"].to_numpy(dtype=float)
     work = np.where(np.isfinite(work), work, dur * rate)
     run_s = work / rate
-    fast = _fastest_type_rates(speed, cluster, keys)
-    knee_s = work / np.array([fast[k] or tput[k] for k in keys], dtype=float) if n else np.zeros(0)
+    knee_s = run_s  # on one type the run on the fastest type is that run
+    if n and len(cluster.gpu_types) > 1:
+        fast = _fastest_type_rates(speed, cluster, keys)
+        knee_s = work / np.array([fast[k] or tput[k] for k in keys], dtype=float)
     ids = frame["job_id"].astype(str).to_numpy()
     arrival = frame["arrival_s"].to_numpy(dtype=float)
     tenant = frame["tenant"].fillna("").astype(str).to_numpy()

@@ -3,6 +3,8 @@ upgrades (``upgrade.py``) both apply before they lend."""
 
 from __future__ import annotations
 
+import math
+
 
 def ring_rate(speed, js, placement: tuple, now_s: float) -> float:
     """Samples per second the world credits the job of ``js`` on ``placement`` at ``now_s`` (at
@@ -11,6 +13,15 @@ def ring_rate(speed, js, placement: tuple, now_s: float) -> float:
     instead, an 8-GPU BERT job on Pollux's T4 testbed was topped up from one server (51.6
     samples/s) onto two (39.8)."""
     return speed.progress_sps(js.job, js.done_at(now_s), placement)
+
+
+def slots_to_end(js, pl: tuple, work: float, nodes, slot: int, restart_s: float, none: int) -> int:
+    """The slots from ``slot`` that a ring of ``js`` on ``pl`` runs into doing ``work`` after a
+    restart (``none`` when it cannot run there): how long a backfilled ring needs its GPUs."""
+    rate = ring_rate(nodes.speed, js, pl, nodes.now_s)
+    if rate <= 0:
+        return none
+    return math.floor((nodes.now_s + restart_s + work / rate) / nodes.slot_s + 1e-9) - slot + 1
 
 
 def lend_gain(r0: float, r1: float, remaining: float, restart_s: float, window_s: float) -> float:

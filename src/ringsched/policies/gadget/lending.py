@@ -6,7 +6,6 @@ commitment is touched (``CommitmentBook.commit_early_runs`` may commit a lent ru
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import numpy as np
@@ -14,7 +13,7 @@ import numpy as np
 from ringsched.embedding import consolidated, counts_to_placement
 from ringsched.policies.gadget.book import CommitmentBook
 from ringsched.policies.gadget.estimate_error import EstimateError
-from ringsched.policies.gadget.gain import lend_gain, ring_rate
+from ringsched.policies.gadget.gain import lend_gain, ring_rate, slots_to_end
 from ringsched.policies.gadget.gpu_types import one_type_free, same_type_only, type_views
 from ringsched.policies.gadget.idle import IdleCapacity
 from ringsched.policies.gadget.params import GadgetParams, utility_horizon_s, worker_menu
@@ -129,6 +128,7 @@ class Lender:
         now_total = sum(cap.now_free)
         sparse = self.book.sparse
         upgrading = self.p.type_upgrade and self.p.upgrade_lent and len(nodes.cluster.gpu_types) > 1
+        gpu_of = self.views(nodes.cluster)[1]
         for i in order.tolist():
             if now_total == 0:
                 break  # nothing left to lend in this slot
@@ -139,7 +139,7 @@ class Lender:
                 # a planned job starts early where its plan will run it (no move later): its
                 # own reservations are what the lookahead would see there, so check this slot
                 first = plan.first_placement
-                if upgrading and keeps_faster(self, js, prev, first, nodes, cap, self.views(nodes.cluster)[1]):
+                if upgrading and keeps_faster(self, js, prev, first, nodes, cap, gpu_of):
                     # upgraded before onto a faster type (upgrade.py): it stays while that is idle
                     _, _, multi, pairs = sparse(prev)
                     out[js.job_id] = prev
@@ -214,7 +214,6 @@ class Lender:
         (``work`` at the ring's own rate, with a restart) though a commitment takes them within
         the lookahead: EASY backfilling ahead of GADGET's plans. Returns the GPUs lent (0: none;
         the lookahead's rule then)."""
-        now, slot_s = nodes.now_s, nodes.slot_s
         look = self.p.lend_lookahead
         restart = self.p.restart_for(nodes)
         views = self.views(nodes.cluster)[0]
@@ -226,18 +225,14 @@ class Lender:
                     js.job.model, js.job.local_bsz, (1, 1, 1, 1), gpu=g))
             return frees[k]
 
-        def slots_to_end(pl):  # the slots from this one that the ring runs into
-            rate = ring_rate(nodes.speed, js, pl, now)
-            return math.floor((now + restart + work / rate) / slot_s + 1e-9) - slot + 1 if rate > 0 else look
-
         top = min(self.p.most_workers(js.job, nodes.cluster.total_gpus), max(max(cap.now_free), js.job.min_workers))
         for w in range(top, js.job.min_workers - 1, -1):
             for i, now_arr in enumerate(typed(1)):
                 pl = consolidated(w, now_arr)
-                if pl is None or (k := slots_to_end(pl)) >= look:
+                if pl is None or (k := slots_to_end(js, pl, work, nodes, slot, restart, look)) >= look:
                     continue
                 pl = consolidated(w, typed(k)[i])
-                if pl is None or slots_to_end(pl) > k:
+                if pl is None or slots_to_end(js, pl, work, nodes, slot, restart, look) > k:
                     continue
                 _, _, multi, pairs = self.book.sparse(pl)
                 if multi and not all(cap.bfree[s] >= self.p.nic_share for s, _ in pairs):

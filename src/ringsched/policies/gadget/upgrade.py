@@ -15,12 +15,10 @@ commitment takes idle GPUs of the faster type may take them, as lending backfill
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ringsched.embedding import consolidated
-from ringsched.policies.gadget.gain import lend_gain, ring_rate, start_gain
+from ringsched.policies.gadget.gain import lend_gain, ring_rate, slots_to_end, start_gain
 
 
 def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, cap) -> None:
@@ -37,23 +35,19 @@ def upgrade(lender, views, gpu_of, jobs, nodes, slot: int, out: dict, previous, 
         committed = plan.at(slot) if plan is not None else ()
         if not pl or (committed != pl if committed else not lender.p.upgrade_lent):
             continue  # lent on top of its plan already, or lent (no plan, or before it starts)
-        here = gpu_of[pl[0]]
         prev = previous.get(jid, ())
         if keeps_faster(lender, by_id[jid], prev, pl, nodes, cap, gpu_of):
-            move, take = prev, lambda pairs, multi: cap.take_now(pairs, multi)  # upgraded before: it stays while idle
+            move, k = prev, 1  # upgraded before: it stays while the faster GPUs are idle
         else:
-            room_elsewhere = any(v.gpu != here and r >= len(pl) for v, r in zip(views, rooms[1]))
-            room_now_elsewhere = lender.p.backfill and any(v.gpu != here and r >= len(pl) for v, r in zip(views, rooms[2]))
-            if not (room_elsewhere or room_now_elsewhere):
-                continue  # no other type has room for the ring
-            best = _best_move(lender, by_id[jid], pl, prev, views, here, nodes, slot, cap, rooms, room_now_elsewhere)
+            best = _best_move(lender, by_id[jid], pl, prev, views, gpu_of[pl[0]], nodes, slot, cap, rooms)
             if best is None:
                 continue
             move, k = best
-            take = (lambda pairs, multi: cap.take_for_lookahead(pairs, multi)) if k is None else \
-                (lambda pairs, multi, k=k: cap.take_within(pairs, multi, k))
         _, _, multi, pairs = book.sparse(move)
-        take(pairs, multi)
+        if k is None:
+            cap.take_for_lookahead(pairs, multi)
+        else:
+            cap.take_within(pairs, multi, k)
         if not committed:  # its lent GPUs are free again in this slot
             _, _, was_multi, was = book.sparse(pl)
             cap.give_back_now(was, was_multi)
@@ -69,14 +63,20 @@ def keeps_faster(lender, js, prev: tuple, pl: tuple, nodes, cap, gpu_of) -> bool
     return ring_rate(nodes.speed, js, prev, nodes.now_s) > ring_rate(nodes.speed, js, pl, nodes.now_s)
 
 
-def _best_move(lender, js, pl: tuple, prev: tuple, views, here: str, nodes, slot: int, cap, rooms, backfill: bool):
-    """(placement, k) of the best ring of the same width on another type that gains
-    ``top_up_gain``: on GPUs idle over the lookahead (k None), else backfilled (``_backfilled``);
-    None when none does. A job that starts now pays a restart wherever it starts, so its move is
-    charged none (``upgrade_starts``, ``start_gain``); a running job nearly done is not moved."""
+def _best_move(lender, js, pl: tuple, prev: tuple, views, here: str, nodes, slot: int, cap, rooms):
+    """(placement, k) of the best ring of the same width on another type than ``here`` that
+    gains ``top_up_gain``: on GPUs idle over the lookahead (k None), else backfilled for k slots
+    (``_backfilled``); None when none does. A job that starts now pays a restart wherever it
+    starts, so its move is charged none (``upgrade_starts``, ``start_gain``); a running job
+    nearly done is not moved."""
+    idle, room, room_now = rooms
+    w = len(pl)
+    elsewhere = [v for v, r in zip(views, room) if v.gpu != here and r >= w]
+    backfill = lender.p.backfill and any(v.gpu != here and r >= w for v, r in zip(views, room_now))
+    if not (elsewhere or backfill):
+        return None  # no other type has room for the ring
     book, now = lender.book, nodes.now_s
     restart = lender.p.restart_for(nodes)
-    w = len(pl)
     r0 = ring_rate(nodes.speed, js, pl, now)
     rem = js.remaining_at(now)
     starts = lender.p.upgrade_starts and not prev
@@ -85,10 +85,8 @@ def _best_move(lender, js, pl: tuple, prev: tuple, views, here: str, nodes, slot
     gain_of = start_gain if starts else lend_gain
     window = lender.p.lend_lookahead * nodes.slot_s
     best = None
-    for v, r in zip(views, rooms[1]):
-        if v.gpu == here or r < w:
-            continue
-        cand = consolidated(w, np.where(v.mask, rooms[0], 0))
+    for v in elsewhere:
+        cand = consolidated(w, np.where(v.mask, idle, 0))
         if cand is None or (len(set(cand)) > 1 and not _fits(book, cap, cand, False)):
             continue
         gain = gain_of(r0, ring_rate(nodes.speed, js, cand, now), rem, restart, window)
@@ -105,7 +103,7 @@ def _backfilled(lender, js, views, here: str, w: int, r0: float, rem: float, nod
     at the estimates' pessimistic factor, a restart included), as lending backfills
     (``lending.py _backfill``); None when none gains ``top_up_gain``. On T4 + H200, jobs of
     seconds on H200 planned onto T4s (minutes there) found no H200 idle over the whole lookahead."""
-    now, slot_s, look = nodes.now_s, nodes.slot_s, lender.p.lend_lookahead
+    look = lender.p.lend_lookahead
     restart = lender.p.restart_for(nodes)
     work = rem * lender.errors.pessimistic()
     best = None
@@ -115,14 +113,12 @@ def _backfilled(lender, js, views, here: str, w: int, r0: float, rem: float, nod
         cand = consolidated(w, np.where(v.mask, cap.within(1), 0))
         if cand is None or len(set(cand)) > 1:
             continue
-        r1 = ring_rate(nodes.speed, js, cand, now)
-        k = math.floor((now + restart + work / r1) / slot_s + 1e-9) - slot + 1
-        if k >= look:
+        if (k := slots_to_end(js, cand, work, nodes, slot, restart, look)) >= look:
             continue  # (the lookahead's rule, above, decides a longer run)
         cand = consolidated(w, np.where(v.mask, cap.within(k), 0))
         if cand is None or len(set(cand)) > 1:
             continue
-        gain = gain_of(r0, ring_rate(nodes.speed, js, cand, now), rem, restart, look * slot_s)
+        gain = gain_of(r0, ring_rate(nodes.speed, js, cand, nodes.now_s), rem, restart, look * nodes.slot_s)
         if gain >= lender.p.top_up_gain and (best is None or gain > best[0]):
             best = (gain, cand, k)
     return best

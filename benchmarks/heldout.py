@@ -11,6 +11,7 @@ target's ratios to the best baseline per workload.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 S = "{shared}"
@@ -58,7 +59,8 @@ def main() -> None:
         names = a.workloads.split(",")
         unknown = sorted(set(names) - {w.name for w in ws})
         if unknown:
-            ap.error(f"unknown held-out workload(s): {', '.join(unknown)}")
+            print(f"heldout.py: --workloads: unknown held-out workload(s): {', '.join(unknown)}", file=sys.stderr)
+            raise SystemExit(2)
         ws = [w for w in ws if w.name in names]
     for w, why in skipped_workloads(ws):
         print(f"skipped {w.name}: {why}")

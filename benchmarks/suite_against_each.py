@@ -13,6 +13,7 @@ trade), and the target's mean JCT over the best mean JCT of the baselines that k
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -61,9 +62,13 @@ def main() -> None:
     ap.add_argument("--keep", type=float, default=0.97, help="with --trades: the share of the target's utility kept")
     ap.add_argument("--per-seed", action="store_true", help="with --trades: each seed alone, not the means over seeds")
     a = ap.parse_args()
-    cells = pd.read_parquet(a.out / "cells.parquet")
     if a.per_seed and not a.trades:
-        ap.error("--per-seed goes with --trades")
+        print("suite_against_each.py: --per-seed goes with --trades", file=sys.stderr)
+        raise SystemExit(2)
+    if not (a.out / "cells.parquet").is_file():
+        print(f"suite_against_each.py: {a.out / 'cells.parquet'}: no such file (a suite's --out folder)", file=sys.stderr)
+        raise SystemExit(2)
+    cells = pd.read_parquet(a.out / "cells.parquet")
     table = trades(cells, a.target, a.keep, a.per_seed) if a.trades else against_each(cells, a.target)
     print(table.round(3).to_string(index=False))
 

@@ -240,3 +240,26 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
     t = mod.trades(cells, per_seed=True)
     assert t.seed.tolist() == [0, 1] and t.at_least_as_good_on_both.tolist() == ["", "srtf"]
     assert t.mean_jct_ratio.tolist() == pytest.approx([100.0 / 110.0, 200.0 / 150.0])
+
+
+@pytest.mark.parametrize("script, args, names", [
+    ("heldout.py", ["OUT", "--workloads", "ho-philly-2869ce,nope"], "--workloads"),
+    ("suite_against_each.py", ["OUT", "--per-seed"], "--per-seed"),
+    ("suite_against_each.py", ["OUT", "--trades"], "cells.parquet"),
+])
+def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script, args, names):
+    """An unknown held-out workload, ``--per-seed`` without ``--trades``, a folder without a
+    suite's cells: one line on stderr naming the option or file, exit code 2, nothing run.
+    Mutants caught: argparse's ``ap.error`` (a usage line before the error); the cells read
+    before the options are checked, or read without a check (a traceback)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / script
+    run = subprocess.run([sys.executable, str(path), *[str(tmp_path / a) if a == "OUT" else a for a in args]],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and names in lines[0], lines
+    assert "Traceback" not in run.stderr and not list(tmp_path.iterdir())

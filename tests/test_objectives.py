@@ -206,6 +206,41 @@ def test_fairness_reports_jct_utility_and_welfare():
     assert "jain_index" in r.summary and "worst_ftf_rho" in r.summary
 
 
+def test_fairness_decides_with_slowdown_utilities_every_job_worth_the_same():
+    """The policies see one value for every job (the mean of the jobs' own, ``weigh=count``)
+    falling with the slowdown: the knee at ``knee`` (10) x the isolated time, no half-hour
+    floor. The run is judged with the jobs' own utilities
+    (``test_fairness_reports_jct_utility_and_welfare``). Mutants caught: each job's own value
+    kept (weigh ignored); the JCT utility's knee kept (3x the run at its size, at least half an
+    hour)."""
+    c = parse_spec("2x8")
+    sp = SpeedModel(c)
+    jobs = [job(0, 0.0, 1, 60.0, c), job(1, 10.0, 8, 7200.0, c, elastic=True), job(2, 20.0, 2, 1200.0, c)]
+    own = [float(j.utility.max_value) for j in jobs]
+    for spec, values in (("fairness", [np.mean(own)] * 3), ("fairness,weigh=value,knee=2", own)):
+        o = parse_objective(spec)
+        for j, s, v in zip(jobs, o.prepare_jobs(jobs, c, sp), values):
+            assert float(s.utility.max_value) == pytest.approx(v)
+            assert s.utility(o.p.knee * isolated_run_s(j, c, sp)) == pytest.approx(v / 2, rel=0.03)  # the knee
+    # a one-minute job done after 20 minutes (rho 20) keeps 2% of its worth (its JCT utility: 80%)
+    short = parse_objective("fairness").prepare_jobs(jobs, c, sp)[0].utility
+    assert short(1200.0) / short.max_value < 0.05 < 0.75 < jobs[0].utility(1200.0) / jobs[0].utility.max_value
+
+
+def test_fairness_decision_utilities_raise_jain_and_lower_worst_rho():
+    """Deciding with slowdown utilities, every job worth the same, GADGET under ``fairness``
+    beats its own JCT decisions on both of the objective's metrics (``synthetic:200,load=1.5``
+    on 4x8, seed 1: Jain's index 0.970 against 0.940, worst rho 4.7 against 6.1). Mutant caught:
+    the policies deciding with the jobs' own JCT utilities (the objective before 2026-12-04):
+    0.903 and 10.5."""
+    from ringsched.cli.workload import load_workload
+
+    wl = load_workload("synthetic:200,load=1.5", "4x8", vc=None, window=None, limit=None, seed=1, rigid=False)
+    s = {obj: run_with_objective(obj, wl.jobs, wl.cluster, "gadget").summary for obj in ("jct", "fairness")}
+    assert s["fairness"]["jain_index"] > s["jct"]["jain_index"] + 0.02, s
+    assert s["fairness"]["worst_ftf_rho"] < 0.85 * s["jct"]["worst_ftf_rho"], s
+
+
 def test_fairness_objective_lowers_worst_rho_under_contention():
     """The rho guard plans the jobs about to pass rho 10 whatever their payoff: on a contended
     2x8 the worst finish-time fairness falls below the JCT objective's (seeds 0/1/2: 17.2 ->

@@ -23,4 +23,17 @@ def jct_utility(run_s: float, gpus: int, *, slack: float = DEFAULT_SLACK, knee_r
     two-type cluster a knee at the slow type's time kept jobs at full value up to 60x past
     what they take on the fast one (convert.py)."""
     target = max(slack * (run_s if knee_run_s is None else knee_run_s), MIN_TARGET_S)
-    return SigmoidUtility(value=gpus * run_s / 3600.0, target_jct_s=target, steepness_per_s=float(np.log(49.0)) / target)
+    return knee_utility(gpus * run_s / 3600.0, target)
+
+
+def knee_utility(value: float, target_jct_s: float) -> SigmoidUtility:
+    """``value`` kept until about ``target_jct_s``, then lost: the sigmoid falls from 98% to 2%
+    of it between JCT = 0 and 2 x target (the shape of every default utility)."""
+    return SigmoidUtility(value=value, target_jct_s=target_jct_s, steepness_per_s=float(np.log(49.0)) / target_jct_s)
+
+
+def slowdown_utility(value: float, isolated_s: float, knee: float = DEFAULT_SLACK) -> SigmoidUtility:
+    """``value`` kept while the job's slowdown (JCT over its isolated time, Themis' rho) stays
+    below about ``knee``: the fairness objective's decision utility (docs/objectives.md). No
+    half-hour floor: a 5-minute job that waits 10 minutes has lost most of it."""
+    return knee_utility(value, knee * isolated_s)

@@ -12,6 +12,7 @@ from ringsched.experiment.objectives.curves import converge_epochs, extend, lear
 from ringsched.utility.energy import J_PER_KWH, EnergyModel
 from ringsched.experiment.objectives.registry import Objective, declares, register_objective
 from ringsched.simulator.metrics import isolated_run_s
+from ringsched.utility.defaults import slowdown_utility
 from ringsched.utility.functions import DeadlineUtility
 
 
@@ -201,9 +202,20 @@ class FairnessParams:
     # a job without a plan whose finish-time fairness (rho) would pass this is planned whatever
     # its payoff (a policy that declares rho_guard: GADGET; 0: off)
     rho_guard: float = 10.0
+    # what a job is worth to the policies' decisions: "count" (every job the workload's mean
+    # value: Jain's index and rho count jobs, not GPU-hours) or "value" (its JCT utility's own);
+    # the run's total utility is always judged with the jobs' own utilities
+    weigh: str = "count"
+    # the decision utility keeps its value until JCT = knee x the job's isolated time (rho =
+    # knee) and falls after, as the JCT utility's sigmoid does (utility/defaults.py); at the
+    # guard's rho, a job keeps most of its worth until the guard would plan it anyway
+    knee: float = 10.0
 
     def __post_init__(self):
         _pos("alpha", self.alpha, zero=True)
+        _one_of("weigh", self.weigh, WEIGHTS)
+        if not (math.isfinite(self.knee) and self.knee >= 1):
+            raise ValueError(f"knee must be at least 1, got {self.knee}")
         if not 0 < self.eps < 1:
             raise ValueError(f"eps must lie in (0, 1), got {self.eps}")
         if not (self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1)):
@@ -212,8 +224,9 @@ class FairnessParams:
 
 @register_objective
 class Fairness(Objective):
-    """The jobs' JCT utilities, judged by Jain's index and the worst finish-time fairness
-    (rho), with the alpha-fair welfare of the normalised utilities reported; GADGET plans a
+    """Judged by Jain's index and the worst finish-time fairness (rho), with the alpha-fair
+    welfare of the jobs' normalised JCT utilities reported. The policies decide with a utility
+    of each job's slowdown, every job worth the same (``weigh``, ``knee``), and GADGET plans a
     job about to pass ``rho_guard`` whatever its payoff (docs/objectives.md)."""
 
     name = "fairness"
@@ -229,8 +242,19 @@ class Fairness(Objective):
             opts["lend_triage_share"] = 0.0
         return opts | early_runs_lent(policy_cls)
 
+    def prepare_jobs(self, jobs, cluster, speed):
+        """The decision utilities (``weigh``, ``knee``); the jobs' own are kept for the judging."""
+        self.own = {j.job_id: j.utility for j in jobs}
+        values = [float(getattr(j.utility, "value", j.utility.max_value)) for j in jobs]
+        mean = float(np.mean(values)) if values else 1.0
+        return [dataclasses.replace(j, utility=slowdown_utility(value if self.p.weigh == "value" else mean,
+                                                                isolated_run_s(j, cluster, speed), self.p.knee))
+                for j, value in zip(jobs, values)]
+
     def report(self, result, config):
         jobs = result.jobs
+        result.summary["decision_utility"] = float(jobs["utility"].sum())
+        revalue(result, self.own)
         result.summary["alpha_fair_welfare"] = alpha_fair_welfare(jobs["utility"], jobs["max_utility"], self.p.alpha,
                                                                   self.p.eps)
 

@@ -204,6 +204,10 @@ def test_fairness_reports_jct_utility_and_welfare():
     assert r.summary["total_utility"] == pytest.approx(sum(exp))
     assert r.summary["alpha_fair_welfare"] == pytest.approx(alpha_fair_welfare(t.utility, t.max_utility, 1.0, 1e-3))
     assert "jain_index" in r.summary and "worst_ftf_rho" in r.summary
+    # what the policy decided with: the slowdown utilities (mutant caught: read after revaluing)
+    seen = {j.job_id: j.utility for j in parse_objective("fairness").prepare_jobs(jobs, c, SpeedModel(c))}
+    dec = sum(float(seen[i](x)) for i, x, s in zip(t.job_id, t.jct_s, t.status) if s == "completed")
+    assert r.summary["decision_utility"] == pytest.approx(dec) and abs(dec - sum(exp)) > 1e-3 * sum(exp)
 
 
 def test_fairness_decides_with_slowdown_utilities_every_job_worth_the_same():

@@ -32,8 +32,8 @@ def knee_utility(value: float, target_jct_s: float) -> SigmoidUtility:
     return SigmoidUtility(value=value, target_jct_s=target_jct_s, steepness_per_s=float(np.log(49.0)) / target_jct_s)
 
 
-def slowdown_utility(value: float, isolated_s: float, knee: float = DEFAULT_SLACK) -> SigmoidUtility:
+def slowdown_utility(value: float, isolated_s: float, knee: float) -> SigmoidUtility:
     """``value`` kept while the job's slowdown (JCT over its isolated time, Themis' rho) stays
     below about ``knee``: the fairness objective's decision utility (docs/objectives.md). No
-    half-hour floor: a 5-minute job that waits 10 minutes has lost most of it."""
+    half-hour floor: a job's worth falls with its slowdown, however short the job."""
     return knee_utility(value, knee * isolated_s)

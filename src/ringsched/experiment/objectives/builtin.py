@@ -38,6 +38,19 @@ def revalue(result, utilities: dict) -> None:
     result.summary["max_utility"] = float(jobs["max_utility"].sum())
 
 
+def job_values(jobs) -> list[float]:
+    """Each job's value: its utility's ``value`` (the sigmoid's scale), else its maximum."""
+    return [float(getattr(j.utility, "value", j.utility.max_value)) for j in jobs]
+
+
+def weighed(values: list[float], weigh: str) -> list[float]:
+    """What each job is worth to the policies' decisions: its own value (``value``) or the
+    workload's mean for every job (``count``: a metric that counts jobs)."""
+    if weigh == "value" or not values:
+        return values
+    return [float(np.mean(values))] * len(values)
+
+
 def early_runs_lent(policy_cls) -> dict:
     """``commit_early_runs`` off, for a policy that declares it (GADGET, OASiS): a planned job
     running early on lent GPUs stays on lent GPUs, which a later arrival's plan can take back,
@@ -86,14 +99,12 @@ class Deadline(Objective):
     def prepare_jobs(self, jobs, cluster, speed):
         self.deadlines: dict[str, float] = {}
         self.judged: dict[str, DeadlineUtility] = {}
-        values = [float(getattr(j.utility, "value", j.utility.max_value)) for j in jobs]
-        mean = float(np.mean(values)) if values else 1.0
+        values = job_values(jobs)
         out = []
-        for j, value in zip(jobs, values):
+        for j, value, seen in zip(jobs, values, weighed(values, self.p.weigh)):
             d = max(self.p.slack * isolated_run_s(j, cluster, speed), self.p.floor_s)
             self.deadlines[j.job_id] = d
             self.judged[j.job_id] = DeadlineUtility(value, d, self.p.decay_per_s)
-            seen = value if self.p.weigh == "value" else mean
             out.append(dataclasses.replace(j, utility=DeadlineUtility(seen, d, self.p.decay_per_s)))
         return out
 
@@ -245,11 +256,8 @@ class Fairness(Objective):
     def prepare_jobs(self, jobs, cluster, speed):
         """The decision utilities (``weigh``, ``knee``); the jobs' own are kept for the judging."""
         self.own = {j.job_id: j.utility for j in jobs}
-        values = [float(getattr(j.utility, "value", j.utility.max_value)) for j in jobs]
-        mean = float(np.mean(values)) if values else 1.0
-        return [dataclasses.replace(j, utility=slowdown_utility(value if self.p.weigh == "value" else mean,
-                                                                isolated_run_s(j, cluster, speed), self.p.knee))
-                for j, value in zip(jobs, values)]
+        return [dataclasses.replace(j, utility=slowdown_utility(seen, isolated_run_s(j, cluster, speed), self.p.knee))
+                for j, seen in zip(jobs, weighed(job_values(jobs), self.p.weigh))]
 
     def report(self, result, config):
         jobs = result.jobs

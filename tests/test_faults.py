@@ -426,3 +426,29 @@ def test_failures_are_told_apart(exits, errors, hint, outcome, fault):
 
 def test_backoff_doubles_and_is_capped():
     assert [faults.backoff_s(n) for n in (1, 2, 3, 4, 10)] == [1.0, 2.0, 4.0, 8.0, 30.0]
+
+
+KILLED_MID_WRITE = ("import os, sys, time; from pathlib import Path; from ringsched.backends import ckpt_store; "
+                    "os.fsync = lambda fd: (print('writing', flush=True), time.sleep(120)); "
+                    "ckpt_store.write_atomic(Path(sys.argv[1]), b'x' * 4096)")
+
+
+def test_a_writer_killed_mid_checkpoint_leaves_no_temporary_after_the_run(tmp_path, cli):
+    """A worker killed while it writes a checkpoint (a full disk or a signal ends the run, and
+    the launcher kills the stragglers) leaves its temporary file; the scheduler's end removes
+    it and keeps every checkpoint and sidecar."""
+    state = tmp_path / "state"
+    folder = state / "ckpt" / "some-job"
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(folder / "a1-s2.pt")],
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    writer.kill()
+    writer.wait()
+    FAULTS["worker killed mid-checkpoint"] += 1
+    kept = [folder / "a1-s1.pt", folder / "a1-s1.pt.json"]
+    for k in kept:
+        k.write_bytes(b"{}")
+    assert [p.name for p in folder.glob(".*")] == [f".a1-s2.pt.tmp{writer.pid}"]
+    code, out, err = cli("run", "--jobs", "demo:1,scale=0.2", "--cluster", "1x2", "--state", str(state))
+    assert code == 0, err
+    assert list(folder.glob(".*")) == [] and all(k.exists() for k in kept)

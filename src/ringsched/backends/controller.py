@@ -180,6 +180,7 @@ class Controller:
                 pass  # the journal keeps its last consistent state; the error is reported once
             finally:
                 self.launcher.close()
+                ckpt_store.remove_temporaries(self.journal.dir / "ckpt")  # of workers killed mid-write
         return self.summary()
 
     def _label_waiting(self, t: float) -> None:

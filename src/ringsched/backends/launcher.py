@@ -85,4 +85,5 @@ class Launcher(ABC):
         """Recovery: make sure workers of attempts journaled by a dead controller are gone."""
 
     def close(self) -> None:
-        """Release everything (workers of unfinished attempts are killed)."""
+        """Release everything: workers of unfinished attempts are killed, and gone (none can
+        still write a checkpoint) when it returns."""

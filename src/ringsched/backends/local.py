@@ -73,6 +73,16 @@ def pid_is_worker(pid: int) -> bool:
         return False
 
 
+def _wait_gone(pids: list[int], timeout_s: float) -> bool:
+    """Wait until none of ``pids`` is a live worker; False if some still are at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while any(pid_is_worker(p) for p in pids):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 @dataclass
 class _Worker:
     key: str
@@ -334,12 +344,11 @@ class LocalLauncher(Launcher):
         """Workers of a killed scheduler saw their channel end: they checkpoint and exit. Wait for
         them (none may write a checkpoint while its job restarts), then kill leftovers."""
         pids = [int(p) for a in stale for p in a.get("pids", ())]
-        deadline = time.monotonic() + 30.0
-        while time.monotonic() < deadline and any(pid_is_worker(p) for p in pids):
-            time.sleep(0.1)
-        for p in pids:
-            if pid_is_worker(p):
-                self._signal(p, signal.SIGKILL)
+        if not _wait_gone(pids, 30.0):
+            for p in pids:
+                if pid_is_worker(p):
+                    self._signal(p, signal.SIGKILL)
+            _wait_gone(pids, 10.0)
 
     def close(self) -> None:
         if self.closed:
@@ -349,6 +358,7 @@ class LocalLauncher(Launcher):
             live = [w for w in self.workers.values() if not w.exited]
         for w in live:  # the controller stops attempts before closing; these are stragglers
             self._signal(w.pid, signal.SIGKILL)
+        _wait_gone([w.pid for w in live if w.pid is not None], 10.0)  # none may still be writing
         try:
             self.zygote.stdin.close()
         except OSError:

@@ -59,6 +59,7 @@ def recover(ctl: "Controller", meta: dict) -> None:
     if stale:
         ctl.notify(f"recovering: {len(stale)} attempt(s) of the previous scheduler")
         ctl.launcher.reap(stale)
+    ckpt_store.remove_temporaries(journal.dir / "ckpt")  # a writer the old scheduler's end killed
     for a in stale:
         journal.update_attempt(a["id"], ended_s=t, outcome="orphaned")
     for a in journal.attempts():

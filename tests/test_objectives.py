@@ -351,3 +351,20 @@ def test_sigmoid_inverse_gives_the_jct_of_a_utility_level():
     check()
     u = jct_utility(100.0, 1)
     assert u.jct_at_value(0.0) == math.inf and u.jct_at_value(u.value) == 0.0
+
+
+def test_a_low_rho_guard_lets_overdue_short_jobs_push_back_the_guards_plans():
+    """``fairness,rho_guard=5,knee=5`` on ``philly-0e4a51-small`` seed 1: a burst of 3-minute
+    1-GPU jobs became overdue while the plans the guard had made for 2-day 2-GPU jobs held
+    every GPU; ``make_room`` and displacement never move those, and the burst waited up to
+    300 ks (worst rho 1,980). ``guard_swap`` gives such a job a guarded plan's GPUs when the
+    worse of the two jobs' rho falls: worst rho 12.8. Mutant caught: ``plan_overdue`` without
+    the swap (``make_room`` alone)."""
+    from ringsched.experiment.suite import Cell, run_cell, skipped_workloads
+    from ringsched.experiment.workloads import WORKLOADS
+
+    (w,) = [w for w in WORKLOADS if w.name == "philly-0e4a51-small"]
+    if skipped_workloads([w]):
+        pytest.skip(skipped_workloads([w])[0][1])
+    row = run_cell(Cell(w, 1, "exact", "gadget", objective="fairness,rho_guard=5,knee=5"))
+    assert row["worst_ftf_rho"] < 30, row["worst_ftf_rho"]

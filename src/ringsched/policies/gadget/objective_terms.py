@@ -5,9 +5,13 @@
   stops the job there (the objective's stop rule), so the plan's reservations match the work
   that will run;
 * fairness (``rho_guard``): a job about to pass the guard's rho is planned whatever its payoff,
-  ahead of plans that have not started yet (``make_room``)."""
+  ahead of plans that have not started yet (``make_room``) and, while it still does not start
+  at once, of one plan the guard made when that lowers the worse rho (``guard_swap``);
+  ``plan_overdue`` tries both."""
 
 from __future__ import annotations
+
+import math
 
 from ringsched.policies.base import JobState
 from ringsched.policies.gadget.displace import restore
@@ -77,3 +81,65 @@ def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocat
             policy.last_try.pop(vid, None)  # (a new job to ``_offer_unplanned``: offered at the next decision)
             policy.misses.pop(vid, None)
     return True
+
+
+def _rho(js: JobState, finish_s: float) -> float:
+    return (finish_s - js.job.arrival_s) / js.isolated_s
+
+
+def guard_swap(policy, js, plan, nodes, slot: int, active: dict, previous_allocations) -> bool:
+    """Whether an overdue job (fairness) whose earliest plan as things stand (``plan``; None:
+    none) does not start now took the GPUs of a plan the guard made, started or not: the
+    longest such job's (a delay raises its rho the least) whose plan holds GPUs within the
+    lending lookahead, of no higher priority. It stays when the worse of the two jobs'
+    slowdowns (rho, by their plans' finishes) falls; the guarded job is planned again at once,
+    at its earliest. ``make_room`` and displacement never move the guard's plans, so under a low
+    guard they held every GPU: ``rho_guard=5`` on ``philly-0e4a51-small``, a burst of 3-minute
+    jobs waited up to 360 ks behind plans of 2-day jobs (worst rho 2,132)."""
+    book = policy.book
+    near, short = slot + policy.p.lend_lookahead, policy.alone_s(js, nodes)
+    longer = [(policy.alone_s(active[v], nodes), book.commit_seq(v), v) for v, p in book.plans.items()
+              if v in policy.guarded and v in active and p.first_slot <= near
+              and active[v].job.priority <= js.job.priority]
+    longer = [c for c in longer if c[0] > short]
+    if not longer:
+        return False
+    vid = max(longer)[2]
+    vs, old = active[vid], book.plans[vid]
+    before = max(math.inf if plan is None else _rho(js, plan.finish_s), _rho(vs, old.finish_s))
+    mark = (book.epoch, list(book.freed))
+    book.release(vid, slot)
+    mine = policy.offer(js, nodes, slot, previous_allocations.get(js.job_id, ()), must=True)
+    if mine is None or mine.first_slot > slot:
+        restore(book, vid, old, slot, mark)
+        return False
+    book.commit(js.job_id, mine)
+    policy.overdue.add(vid)  # (planned at its earliest, as the guard plans)
+    again = policy.offer(vs, nodes, slot, previous_allocations.get(vid, ()), must=True)
+    policy.overdue.discard(vid)
+    if again is None or max(_rho(js, mine.finish_s), _rho(vs, again.finish_s)) >= before:
+        book.release(js.job_id, slot)
+        restore(book, vid, old, slot, mark)
+        return False
+    book.commit(vid, again)
+    return True
+
+
+def plan_overdue(policy, js, plan, nodes, slot: int, active: dict, previous_allocations) -> bool:
+    """Whether an overdue job whose earliest plan (``plan``) does not start now was planned
+    sooner: by ``make_room`` (plans not started moved), then, while its plan still does not
+    start now, by ``guard_swap`` (a guard's plan pushed back)."""
+    book, jid = policy.book, js.job_id
+    roomed = make_room(policy, js, plan, nodes, slot, active, previous_allocations)
+    current = book.plans[jid] if roomed else plan
+    if current is not None and current.first_slot <= slot:
+        return roomed
+    mark = (book.epoch, list(book.freed))
+    if roomed:
+        book.release(jid, slot)  # (the swap starts from the book without it; put back if none)
+    if guard_swap(policy, js, current, nodes, slot, active, previous_allocations):
+        return True
+    if roomed:
+        book.commit(jid, current)
+        book.epoch, book.freed = mark[0], list(mark[1])
+    return roomed

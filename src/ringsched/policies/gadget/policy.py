@@ -40,7 +40,7 @@ from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
-from ringsched.policies.gadget.objective_terms import make_room, overdue, past_commitments_s, planned_remaining
+from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, plan_overdue, planned_remaining
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, jct_at_value_s, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.search import PlanSearch
@@ -280,7 +280,7 @@ class Gadget(Policy):
             if plan is not None and not must and self._too_late(js, plan, nodes):
                 plan = None  # (admission on time: a later plan would hold slots that later arrivals need)
             if jid in self.overdue and (plan is None or plan.first_slot > slot) and \
-                    make_room(self, js, plan, nodes, slot, active, previous_allocations):
+                    plan_overdue(self, js, plan, nodes, slot, active, previous_allocations):
                 self.guarded.add(jid)
                 quick = {}  # (a release lowered prices: the decision's bounds may no longer hold)
                 continue

@@ -345,3 +345,19 @@ def test_an_adaptive_batch_job_is_not_topped_up_onto_a_ring_that_runs_it_slower(
     r = Simulator([j], c, Watching(), SimConfig(seed=0)).run()
     assert seen and max(seen) == 4
     assert float(r.jobs.jct_s.iloc[0]) < 1.05 * 182_799.0 / speed.progress_sps(j, 0.0, one)
+
+
+@pytest.mark.parametrize("lookahead", [1, 2])
+def test_a_lookahead_under_three_slots_lends(lookahead):
+    """With no window between now and the lookahead's end, the idle capacity has no middle rows;
+    lending still writes its takings back (``IdleCapacity.assign``) and lends the idle GPUs.
+    Mutant caught: assigning the list of no rows into the (0 x servers) array (a ValueError,
+    found with ``gadget:lend_lookahead=2`` on the suite's ``syn-1.1``)."""
+    c = parse_spec("1x4")
+    g = Gadget(lend_lookahead=lookahead, commit_early_runs=False)
+    jobs = [JobState(job(i, 0.0, 1, 3600, c), i, 3600.0) for i in range(3)]
+    n = nodes(c)
+    g._ensure(n, jobs)
+    out: dict = {}
+    g.lender.lend(jobs, n, 0, out, {}, [])
+    assert sorted(out) == ["j0", "j1", "j2"] and sum(len(p) for p in out.values()) <= 4, out

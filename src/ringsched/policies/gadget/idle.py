@@ -41,9 +41,11 @@ class IdleCapacity:
                             self.nic_share, self.mid.tolist())
 
     def assign(self, other: "IdleCapacity") -> None:
-        """Write ``other``'s values (lists) back into these arrays."""
+        """Write ``other``'s values (lists) back into these arrays (``mid`` may have no rows: a
+        lookahead under 3 slots has no window between now and its end)."""
         for name in ("free", "now_free", "bfree", "now_bfree", "mid"):
-            getattr(self, name)[:] = getattr(other, name)
+            mine = getattr(self, name)
+            mine[:] = np.asarray(getattr(other, name), dtype=mine.dtype).reshape(mine.shape)
 
     def within(self, slots: int):
         """GPUs per server idle over the next ``slots`` slots (the lookahead's ``free`` at or

@@ -19,7 +19,7 @@ from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import make_policy
 from ringsched.policies.base import JobState, Nodes
 from ringsched.policies.pollux import Pollux, allowed_counts, best_counts, power_value, server_counts
-from ringsched.policies.sia import Sia
+from ringsched.policies.sia import CLIP, Sia
 from ringsched.simulator.engine import SimConfig, Simulator
 
 
@@ -156,6 +156,16 @@ def test_sia_prefers_the_faster_type_for_a_lone_job(tmp_path):
     nodes = Nodes(c, np.ones(4, dtype=bool), 500.0, 60.0, SpeedModel(c), 30.0)
     p = Sia().optimize([js], nodes, {})["j0"]
     assert {c.servers[s].gpu for s in p} == {"h200"}
+
+
+@pytest.mark.parametrize("p", [1000.0, -1000.0])
+def test_sia_with_an_extreme_power_clips_instead_of_overflowing(p):
+    """A goodput ratio to a large power passes the float range: the term is the clip (found by
+    a sweep of every policy option at its bounds: ``sia:p=1000`` raised OverflowError). Mutant
+    caught: the plain power."""
+    sia = Sia(p=p)
+    assert sia._term(8.0) == sia._term(1e6) == (CLIP if p > 0 else 0.0)
+    assert sia._term(1e-12) == (0.0 if p > 0 else CLIP)
 
 
 def test_bad_options_are_input_errors():

@@ -141,7 +141,10 @@ class Sia(Policy):
         return [(t, w, self._term(n * (1.0 if (t, w) == now else factor))) for t, w, n in norms]
 
     def _term(self, norm: float) -> float:
-        return min(max(norm, 1e-12) ** self.params.p, CLIP)
+        try:
+            return min(max(norm, 1e-12) ** self.params.p, CLIP)
+        except OverflowError:  # (a large |p|: the power passes the float range, so it is past the clip)
+            return CLIP
 
     @staticmethod
     def _norms(j, done: float, types, nodes) -> list[tuple[str, int, float]]:

@@ -50,7 +50,8 @@ def test_names_and_canonical_specs():
 @pytest.mark.parametrize("text,word", [("speed", "unknown objective"), ("deadline,nope=1", "unknown parameter"),
                                        ("deadline,slack=x", "not a valid"), ("deadline,slack=-1", "slack"),
                                        ("fairness,eps=2", "eps"), ("convergence,patience=1.5", "not a valid"),
-                                       ("energy,usd_per_kwh", "unknown parameter")])
+                                       ("energy,usd_per_kwh", "unknown parameter"),
+                                       ("fairness,alpha=1000", "float range")])
 def test_bad_objectives_raise_input_error(text, word):
     with pytest.raises(InputError, match=word):
         parse_objective(text)

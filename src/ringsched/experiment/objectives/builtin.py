@@ -206,6 +206,9 @@ def alpha_fair_welfare(utility, max_utility, alpha: float, eps: float) -> float:
     return float(alpha_fair(x, alpha).sum())
 
 
+MAX_LOG_TERM = 690.0  # ln of the largest welfare term: e^690 x a billion jobs is still a float
+
+
 @dataclass(frozen=True)
 class FairnessParams:
     alpha: float = 1.0  # 0 = utilitarian (normalised), 1 = proportional, large -> max-min
@@ -229,6 +232,9 @@ class FairnessParams:
             raise ValueError(f"knee must be at least 1, got {self.knee}")
         if not 0 < self.eps < 1:
             raise ValueError(f"eps must lie in (0, 1), got {self.eps}")
+        if self.alpha > 1 and (self.alpha - 1) * math.log(1 / self.eps) > MAX_LOG_TERM:
+            raise ValueError(f"alpha {self.alpha} with eps {self.eps}: eps^(1 - alpha) passes the float range "
+                             f"(keep (alpha - 1) x ln(1 / eps) <= {MAX_LOG_TERM:g})")
         if not (self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1)):
             raise ValueError(f"rho_guard must be 0 (off) or at least 1, got {self.rho_guard}")
 

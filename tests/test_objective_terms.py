@@ -19,7 +19,7 @@ from ringsched.job import Job
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies.base import JobState, Nodes
 from ringsched.policies.gadget.book import Plan
-from ringsched.policies.gadget.objective_terms import make_room, overdue, planned_remaining
+from ringsched.policies.gadget.objective_terms import guard_swap, make_room, overdue, plan_overdue, planned_remaining
 from ringsched.policies.gadget.policy import Gadget
 from ringsched.utility import jct_utility
 
@@ -150,7 +150,7 @@ def test_an_overdue_job_is_planned_ahead_of_plans_not_started():
     (``y`` gone), the displaced job not made due (``last_try`` kept)."""
     g, js, nodes, active, plan = _room_case(guard_x=False)
     assert plan.first_slot == 40
-    assert make_room(g, js, plan, nodes, 0, active, {})
+    assert make_room(g, js, plan, nodes, 0, active, {}) is not None
     new = g.book.plans["w"]
     assert new.first_slot == 6 and new.finish_s < plan.finish_s
     assert "x" not in g.book.plans and "x" not in g.last_try
@@ -174,7 +174,7 @@ def test_no_room_made_when_nothing_finishes_sooner_leaves_the_book_as_it_was():
     g, js, nodes, active, plan = _room_case(guard_x=True)
     before = ({k: list(p.segments) for k, p in g.book.plans.items()}, g.book.ledger.window(0, 70)[0].copy(),
               g.book.epoch)
-    assert not make_room(g, js, plan, nodes, 0, active, {})
+    assert make_room(g, js, plan, nodes, 0, active, {}) is None
     after = ({k: list(p.segments) for k, p in g.book.plans.items()}, g.book.ledger.window(0, 70)[0], g.book.epoch)
     assert after[0] == before[0] and np.array_equal(after[1], before[1]) and after[2] == before[2]
 
@@ -184,8 +184,87 @@ def test_no_room_is_made_from_a_plan_of_higher_priority():
     class, as in displacement), so nothing finishes sooner and the book stays. Mutant caught:
     priority ignored (``x`` unplanned, ``w`` at slot 6)."""
     g, js, nodes, active, plan = _room_case(guard_x=False, x_priority=1)
-    assert not make_room(g, js, plan, nodes, 0, active, {})
+    assert make_room(g, js, plan, nodes, 0, active, {}) is None
     assert g.book.plans["x"].segments == [(2, 40, (0,))] and "w" not in g.book.plans
+
+
+T = 3000  # (the swap cases' slot: jobs arrive at or after 0)
+
+
+def _swap_case(plans: dict):
+    """1x2 at slot ``T`` (900 ks, 300 s slots): an overdue 1-GPU job ``s`` of 300 s alone that
+    arrived 3,000 s ago, and 1-GPU jobs ``jid: (isolated s, arrival s from now, first slot, end
+    slot from T, guarded)`` with those plans on server 0. Returns the policy, the nodes, every
+    job's state and ``s``'s plan from the ledger alone."""
+    c = parse_spec("1x2")
+    sp = SpeedModel(c)
+    rate = sp.throughput_sps("resnet50", 64, consolidated_shape(1, 8))
+    nodes = Nodes(c, np.ones(1, dtype=bool), T * 300.0, 300.0, sp)
+
+    def one(jid, iso, arrival, index):
+        return JobState(Job(jid, T * 300.0 + arrival, "resnet50", 64, iso * rate, 1, 1, jct_utility(iso, 1)), index,
+                        iso)
+
+    active = {"s": one("s", 300.0, -3000.0, 0)}
+    for n, (jid, (iso, arrival, a, z, _)) in enumerate(plans.items()):
+        active[jid] = one(jid, iso, arrival, n + 1)
+    g = Gadget()
+    g._ensure(nodes, list(active.values()))
+    for jid, (iso, arrival, a, z, guarded) in plans.items():
+        g.book.commit(jid, Plan([(T + a, T + z, (0,))], (T + z) * 300.0, 1.0, 0.0))
+        if guarded:
+            g.guarded.add(jid)
+    g.overdue = {"s"}
+    return g, nodes, active, g.offer(active["s"], nodes, T, must=True)
+
+
+def _book_state(g):
+    return ({k: list(p.segments) for k, p in g.book.plans.items()}, g.book.ledger.window(T, T + 800)[0].copy(),
+            g.book.epoch, list(g.book.freed), set(g.overdue))
+
+
+def test_an_overdue_job_pushes_back_the_longest_guard_plan_when_the_worse_rho_falls():
+    """Both GPUs held by the guard's started plans (``a``: 200 ks alone, rho 5.1; ``b``: 100 ks):
+    the ledger starts ``s`` after slot 400 (rho over 400). The swap gives it ``a``'s GPU now and plans
+    ``a`` again (its rho rises by under 0.05); ``b`` is not touched. Mutants caught: no swap; the
+    victim not planned again."""
+    g, nodes, active, plan = _swap_case({"a": (200_000.0, -900_000.0, 0, 700, True),
+                                         "b": (100_000.0, -500_000.0, 0, 400, True)})
+    assert plan.first_slot >= T + 400
+    assert guard_swap(g, active["s"], plan, nodes, T, active, {})
+    assert g.book.plans["s"].first_slot == T and g.book.plans["b"].segments == [(T, T + 400, (0,))]
+    moved = g.book.plans["a"]
+    assert moved.first_slot > T and "a" in g.guarded
+    assert 0 < moved.finish_s - (T + 700) * 300.0 < 0.05 * 200_000  # (its rho rises by under 0.05)
+    assert g.book.ledger.window(T, T + 800)[0].max() <= 2
+
+
+def test_a_guard_swap_that_would_raise_the_worse_rho_leaves_the_book_as_it_was():
+    """``a`` and ``b`` (1,000 s alone, rho already 20.6) hold both GPUs for two slots; ``s``
+    waits to slot 2 (rho 13). Pushing ``a`` back would raise the worse rho: no swap, and the
+    plans, ledger, release counts and overdue set are as before. Mutants caught: the rho test
+    dropped (the swap kept); the victim's plan not restored; ``overdue`` losing a job."""
+    g, nodes, active, plan = _swap_case({"a": (1000.0, -20_000.0, 0, 2, True), "b": (1000.0, -20_000.0, 0, 2, True)})
+    assert plan.first_slot == T + 2
+    g.overdue |= {"a", "b"}  # (as if they had become overdue and been planned earlier in this decision)
+    before = _book_state(g)
+    assert not guard_swap(g, active["s"], plan, nodes, T, active, {})
+    after = _book_state(g)
+    assert after[0] == before[0] and np.array_equal(after[1], before[1]) and after[2:] == before[2:]
+
+
+def test_plans_dropped_for_room_come_back_after_a_swap():
+    """``a`` (guarded, started, to slot 700), ``b`` (guarded, to slot 3) and ``x`` (not started:
+    slots 3-400). Room first: ``x`` is released and ``s`` planned at slot 3, where ``x`` no
+    longer fits; the swap then plans ``s`` at once on ``a``'s GPU, so ``x``'s plan fits again
+    and is committed as it was. Mutant caught: the plans ``make_room`` dropped left unplanned."""
+    g, nodes, active, plan = _swap_case({"a": (200_000.0, -900_000.0, 0, 700, True),
+                                         "b": (900.0, -4000.0, 0, 3, True),
+                                         "x": (120_000.0, 0.0, 3, 400, False)})
+    assert plan.first_slot >= T + 400
+    assert plan_overdue(g, active["s"], plan, nodes, T, active, {})
+    assert g.book.plans["s"].first_slot == T and g.book.plans["x"].segments == [(T + 3, T + 400, (0,))]
+    assert g.book.ledger.window(T, T + 800)[0].max() <= 2
 
 
 def test_a_server_down_now_does_not_unplan_the_plans_ahead_on_it():
@@ -208,7 +287,7 @@ def test_a_server_down_now_does_not_unplan_the_plans_ahead_on_it():
     g.overdue = {"w"}
     plan = g.offer(active["w"], nodes, 0, must=True)
     assert plan.first_slot == 40
-    assert make_room(g, active["w"], plan, nodes, 0, active, {})
+    assert make_room(g, active["w"], plan, nodes, 0, active, {}) is not None
     assert g.book.plans["w"].first_slot == 1 and "x" not in g.book.plans
     assert g.book.plans["y"].segments == [(2, 60, (2,) * 8)]
 

@@ -359,7 +359,7 @@ def test_a_low_rho_guard_lets_overdue_short_jobs_push_back_the_guards_plans():
     1-GPU jobs became overdue while the plans the guard had made for 2-day 2-GPU jobs held
     every GPU; ``make_room`` and displacement never move those, and the burst waited up to
     300 ks (worst rho 1,980). ``guard_swap`` gives such a job a guarded plan's GPUs when the
-    worse of the two jobs' rho falls: worst rho 12.8. Mutant caught: ``plan_overdue`` without
+    worse of the two jobs' rho falls: worst rho 12.2. Mutant caught: ``plan_overdue`` without
     the swap (``make_room`` alone)."""
     from ringsched.experiment.suite import Cell, run_cell, skipped_workloads
     from ringsched.experiment.workloads import WORKLOADS

@@ -85,5 +85,7 @@ class Launcher(ABC):
         """Recovery: make sure workers of attempts journaled by a dead controller are gone."""
 
     def close(self) -> None:
-        """Release everything: workers of unfinished attempts are killed, and gone (none can
-        still write a checkpoint) when it returns."""
+        """Release everything: workers of unfinished attempts are killed. The local launcher
+        returns once they are gone (none can still write a checkpoint); Ray's kill is
+        asynchronous, so a remote straggler may still leave a temporary file, which the next
+        start's recovery removes."""

@@ -356,6 +356,8 @@ class LocalLauncher(Launcher):
         self.closed = True
         with self.lock:
             live = [w for w in self.workers.values() if not w.exited]
+            for w in live:
+                w.kill_pending = w.kill_pending or w.pid is None  # (a fork whose pid comes later is killed then)
         for w in live:  # the controller stops attempts before closing; these are stragglers
             self._signal(w.pid, signal.SIGKILL)
         _wait_gone([w.pid for w in live if w.pid is not None], 10.0)  # none may still be writing

@@ -206,7 +206,7 @@ def alpha_fair_welfare(utility, max_utility, alpha: float, eps: float) -> float:
     return float(alpha_fair(x, alpha).sum())
 
 
-MAX_LOG_TERM = 690.0  # ln of the largest welfare term: e^690 x a billion jobs is still a float
+MAX_LOG_TERM = 680.0  # ln of the largest welfare term: e^680 x a billion jobs stays under 1.8e308
 
 
 @dataclass(frozen=True)

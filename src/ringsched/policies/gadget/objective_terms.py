@@ -47,12 +47,13 @@ def past_commitments_s(plans, slot_s: float) -> float:
     return max((p.last_slot + 1 for p in plans.values()), default=0) * slot_s
 
 
-def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocations) -> bool:
-    """Whether an overdue job (fairness) was planned ahead of plans that have not started yet.
-    Those plans (of jobs the guard did not plan, of no higher priority: a strict class, as in
-    displacement) are released and the job gets the plan that
-    finishes first, if it finishes before ``plan`` (what the ledger gave it as committed, or
-    None; else the book is left as it was). Each released plan is committed again where the
+def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocations) -> list | None:
+    """Plan an overdue job (fairness) ahead of plans that have not started yet; None when it
+    was not (the book as it was), else the plans dropped for it, ``(job, plan, last_try,
+    misses)`` in commit order (``plan_overdue`` may put them back). Those plans (of jobs the
+    guard did not plan, of no higher priority: a strict class, as in displacement) are
+    released and the job gets the plan that finishes first, if it finishes before ``plan``
+    (what the ledger gave it as committed, or None; else the book is left as it was). Each released plan is committed again where the
     ledger still has room; a job whose plan no longer fits is left without one and offered at
     the next decision as a new job. An unstarted plan has served its job nothing yet, and a job
     past the guard has waited nine times its time alone: under load, plans of 1-GPU jobs reach
@@ -63,7 +64,7 @@ def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocat
     movable = sorted((vid for vid, p in book.plans.items() if p.first_slot > slot and vid not in policy.guarded
                       and active[vid].job.priority <= js.job.priority), key=book.commit_seq)
     if not movable:
-        return False
+        return None
     mark = (book.epoch, list(book.freed))
     olds = {vid: book.plans[vid] for vid in movable}
     for vid in movable:
@@ -72,15 +73,15 @@ def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocat
     if better is None or (plan is not None and better.finish_s >= plan.finish_s):
         for vid in movable:
             restore(book, vid, olds[vid], slot, mark)
-        return False
+        return None
     book.commit(js.job_id, better)
+    dropped = []
     for vid in movable:
         if book.fits(olds[vid]):
             book.commit(vid, olds[vid])
-        else:
-            policy.last_try.pop(vid, None)  # (a new job to ``_offer_unplanned``: offered at the next decision)
-            policy.misses.pop(vid, None)
-    return True
+        else:  # (a new job to ``_offer_unplanned``: offered at the next decision)
+            dropped.append((vid, olds[vid], policy.last_try.pop(vid, None), policy.misses.pop(vid, None)))
+    return dropped
 
 
 def _rho(js: JobState, finish_s: float) -> float:
@@ -89,22 +90,23 @@ def _rho(js: JobState, finish_s: float) -> float:
 
 def guard_swap(policy, js, plan, nodes, slot: int, active: dict, previous_allocations) -> bool:
     """Whether an overdue job (fairness) whose earliest plan as things stand (``plan``; None:
-    none) does not start now took the GPUs of a plan the guard made, started or not: the
-    longest such job's (a delay raises its rho the least) whose plan holds GPUs within the
-    lending lookahead, of no higher priority. It stays when the worse of the two jobs'
-    slowdowns (rho, by their plans' finishes) falls; the guarded job is planned again at once,
-    at its earliest. ``make_room`` and displacement never move the guard's plans, so under a low
-    guard they held every GPU: ``rho_guard=5`` on ``philly-0e4a51-small``, a burst of 3-minute
-    jobs waited up to 360 ks behind plans of 2-day jobs (worst rho 2,132)."""
+    none) does not start now took the GPUs of a plan the guard made, started or not: of those
+    that hold GPUs within the lending lookahead, whose jobs need longer alone than it and are
+    of no higher priority, the one of the longest isolated time (a delay raises its rho the
+    least). It stays when the worse of the two jobs' slowdowns (rho, by their plans' finishes)
+    falls; the guarded job is planned again at once, at its earliest; otherwise the book (and
+    ``policy.overdue``) is left as it was. ``make_room`` and displacement never move the
+    guard's plans, so under a low guard they held every GPU: ``rho_guard=5`` on
+    ``philly-0e4a51-small``, a burst of 3-minute jobs waited up to 360 ks behind plans of
+    2-day jobs (worst rho 2,132)."""
     book = policy.book
     near, short = slot + policy.p.lend_lookahead, policy.alone_s(js, nodes)
-    longer = [(policy.alone_s(active[v], nodes), book.commit_seq(v), v) for v, p in book.plans.items()
+    longer = [(active[v].isolated_s, book.commit_seq(v), v) for v, p in book.plans.items()
               if v in policy.guarded and v in active and p.first_slot <= near
-              and active[v].job.priority <= js.job.priority]
-    longer = [c for c in longer if c[0] > short]
+              and active[v].job.priority <= js.job.priority and policy.alone_s(active[v], nodes) > short]
     if not longer:
         return False
-    vid = max(longer)[2]
+    vid = max(longer)[2]  # (a delay raises rho by itself over the isolated time: least for the longest)
     vs, old = active[vid], book.plans[vid]
     before = max(math.inf if plan is None else _rho(js, plan.finish_s), _rho(vs, old.finish_s))
     mark = (book.epoch, list(book.freed))
@@ -114,9 +116,11 @@ def guard_swap(policy, js, plan, nodes, slot: int, active: dict, previous_alloca
         restore(book, vid, old, slot, mark)
         return False
     book.commit(js.job_id, mine)
+    was_overdue = vid in policy.overdue
     policy.overdue.add(vid)  # (planned at its earliest, as the guard plans)
     again = policy.offer(vs, nodes, slot, previous_allocations.get(vid, ()), must=True)
-    policy.overdue.discard(vid)
+    if not was_overdue:
+        policy.overdue.discard(vid)
     if again is None or max(_rho(js, mine.finish_s), _rho(vs, again.finish_s)) >= before:
         book.release(js.job_id, slot)
         restore(book, vid, old, slot, mark)
@@ -128,9 +132,11 @@ def guard_swap(policy, js, plan, nodes, slot: int, active: dict, previous_alloca
 def plan_overdue(policy, js, plan, nodes, slot: int, active: dict, previous_allocations) -> bool:
     """Whether an overdue job whose earliest plan (``plan``) does not start now was planned
     sooner: by ``make_room`` (plans not started moved), then, while its plan still does not
-    start now, by ``guard_swap`` (a guard's plan pushed back)."""
+    start now, by ``guard_swap`` (a guard's plan pushed back). After a swap the plans that
+    ``make_room`` dropped for the plan it replaced are committed again where they fit."""
     book, jid = policy.book, js.job_id
-    roomed = make_room(policy, js, plan, nodes, slot, active, previous_allocations)
+    dropped = make_room(policy, js, plan, nodes, slot, active, previous_allocations)
+    roomed = dropped is not None
     current = book.plans[jid] if roomed else plan
     if current is not None and current.first_slot <= slot:
         return roomed
@@ -138,6 +144,12 @@ def plan_overdue(policy, js, plan, nodes, slot: int, active: dict, previous_allo
     if roomed:
         book.release(jid, slot)  # (the swap starts from the book without it; put back if none)
     if guard_swap(policy, js, current, nodes, slot, active, previous_allocations):
+        for vid, old, last_try, misses in dropped or ():
+            if book.fits(old):
+                book.commit(vid, old)
+                for table, value in ((policy.last_try, last_try), (policy.misses, misses)):
+                    if value is not None:
+                        table[vid] = value
         return True
     if roomed:
         book.commit(jid, current)

@@ -452,3 +452,33 @@ def test_a_writer_killed_mid_checkpoint_leaves_no_temporary_after_the_run(tmp_pa
     code, out, err = cli("run", "--jobs", "demo:1,scale=0.2", "--cluster", "1x2", "--state", str(state))
     assert code == 0, err
     assert list(folder.glob(".*")) == [] and all(k.exists() for k in kept)
+
+
+def test_a_restart_removes_the_temporaries_of_the_previous_run_before_it_runs(tmp_path, cli, monkeypatch):
+    """A temporary left in a state directory (its writer killed after the last run's sweep, e.g.
+    a Ray actor whose kill is asynchronous) is gone once recovery has reaped the old workers,
+    before anything runs: the sweep at the run's end finds nothing left. Mutant caught: no sweep
+    in ``recovery.recover``."""
+    import inspect
+
+    state = tmp_path / "state"
+    args = ("run", "--jobs", "demo:1,scale=0.2", "--cluster", "1x2", "--state", str(state))
+    assert cli(*args)[0] == 0
+    folder = next((state / "ckpt").iterdir())
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(folder / "a9-s9.pt")],
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    writer.kill()
+    writer.wait()
+    FAULTS["worker killed mid-checkpoint"] += 1
+    tmp = folder / f".a9-s9.pt.tmp{writer.pid}"
+    seen = []
+    real = ckpt_store.remove_temporaries
+
+    def spy(root):
+        seen.append((inspect.stack()[1].function, tmp.exists()))
+        return real(root)
+
+    monkeypatch.setattr(ckpt_store, "remove_temporaries", spy)
+    assert tmp.exists() and cli(*args)[0] == 0
+    assert seen[0] == ("recover", True) and seen[-1] == ("run", False) and not tmp.exists(), seen

@@ -433,22 +433,27 @@ KILLED_MID_WRITE = ("import os, sys, time; from pathlib import Path; from ringsc
                     "ckpt_store.write_atomic(Path(sys.argv[1]), b'x' * 4096)")
 
 
+def killed_mid_write(path: Path) -> Path:
+    """A process writing a checkpoint at ``path``, SIGKILLed while it fsyncs: its temporary."""
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(path)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    writer.kill()
+    writer.wait()
+    FAULTS["worker killed mid-checkpoint"] += 1
+    return path.with_name(f".{path.name}.tmp{writer.pid}")
+
+
 def test_a_writer_killed_mid_checkpoint_leaves_no_temporary_after_the_run(tmp_path, cli):
     """A worker killed while it writes a checkpoint (a full disk or a signal ends the run, and
     the launcher kills the stragglers) leaves its temporary file; the scheduler's end removes
     it and keeps every checkpoint and sidecar."""
     state = tmp_path / "state"
     folder = state / "ckpt" / "some-job"
-    writer = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(folder / "a1-s2.pt")],
-                              stdout=subprocess.PIPE, text=True)
-    assert writer.stdout.readline().strip() == "writing"
-    writer.kill()
-    writer.wait()
-    FAULTS["worker killed mid-checkpoint"] += 1
+    tmp = killed_mid_write(folder / "a1-s2.pt")
     kept = [folder / "a1-s1.pt", folder / "a1-s1.pt.json"]
     for k in kept:
         k.write_bytes(b"{}")
-    assert [p.name for p in folder.glob(".*")] == [f".a1-s2.pt.tmp{writer.pid}"]
+    assert list(folder.glob(".*")) == [tmp]
     code, out, err = cli("run", "--jobs", "demo:1,scale=0.2", "--cluster", "1x2", "--state", str(state))
     assert code == 0, err
     assert list(folder.glob(".*")) == [] and all(k.exists() for k in kept)
@@ -464,14 +469,7 @@ def test_a_restart_removes_the_temporaries_of_the_previous_run_before_it_runs(tm
     state = tmp_path / "state"
     args = ("run", "--jobs", "demo:1,scale=0.2", "--cluster", "1x2", "--state", str(state))
     assert cli(*args)[0] == 0
-    folder = next((state / "ckpt").iterdir())
-    writer = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(folder / "a9-s9.pt")],
-                              stdout=subprocess.PIPE, text=True)
-    assert writer.stdout.readline().strip() == "writing"
-    writer.kill()
-    writer.wait()
-    FAULTS["worker killed mid-checkpoint"] += 1
-    tmp = folder / f".a9-s9.pt.tmp{writer.pid}"
+    tmp = killed_mid_write(next((state / "ckpt").iterdir()) / "a9-s9.pt")
     seen = []
     real = ckpt_store.remove_temporaries
 

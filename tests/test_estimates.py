@@ -145,6 +145,13 @@ def test_bad_estimate_specs_are_one_line_errors(text):
         parse_estimates(text)
 
 
+@pytest.mark.parametrize("text,form", [("user:/data/est.csv", "user:FACTOR"), ("lognormal:x", "lognormal:SIGMA")])
+def test_a_non_number_names_the_form_it_was_expected_in(text, form):
+    """``user:`` takes a factor, not a file: the error says which form it expected."""
+    with pytest.raises(InputError, match=form):
+        parse_estimates(text)
+
+
 def test_simulate_takes_estimates_and_reports_them(cli):
     code, out, err = cli("simulate", "--trace", "synthetic:30", "--cluster", "2x8", "--policy", "srtf",
                          "--estimates", "lognormal:1", "--json")

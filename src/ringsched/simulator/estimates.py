@@ -86,7 +86,8 @@ def estimates_from_text(text: str | None) -> Estimates:
         try:
             v = float(arg)
         except ValueError:
-            raise ValueError(f"{text!r}: {arg.strip()!r} is not a number") from None
+            what = "SIGMA" if kind == "lognormal" else "FACTOR (every job's true work x FACTOR)"
+            raise ValueError(f"{text!r}: {kind}:{what} takes a number, not {arg.strip()!r}") from None
         return Estimates(kind, sigma=v) if kind == "lognormal" else Estimates(kind, factor=v)
     raise ValueError(f"expected exact, lognormal:SIGMA or user:FACTOR, got {text!r}")
 

@@ -65,15 +65,12 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def remove_temporaries(root: Path) -> list[Path]:
+def remove_temporaries(root: Path) -> None:
     """Remove the temporary files of writers that died mid-write (a worker killed while it
     checkpointed, when a full disk or a signal ends the run). Call only when no worker of this
     state directory can still be writing: every temporary then belongs to a dead writer."""
-    gone = []
-    for tmp in sorted(Path(root).glob("*/.*.tmp[0-9]*")) if Path(root).is_dir() else ():
+    for tmp in Path(root).glob("*/.*.tmp[0-9]*"):  # (nothing when the folder does not exist)
         tmp.unlink(missing_ok=True)
-        gone.append(tmp)
-    return gone
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -120,6 +120,16 @@ class CommitmentBook:
         self.epoch += 1
         self.early_fail.pop(jid, None)
 
+    def release_counts(self) -> tuple:
+        """The release counts (``epoch``, ``freed``) as they are, for ``reset_release_counts``."""
+        return self.epoch, list(self.freed)
+
+    def reset_release_counts(self, mark: tuple) -> None:
+        """The release counts as they were at ``mark``: releases that were undone freed nothing,
+        so they must not make deferred jobs due for an offer or failed early-run checks worth
+        repeating."""
+        self.epoch, self.freed = mark[0], list(mark[1])  # (a copy: the book goes on counting in it)
+
     def fits(self, plan: Plan) -> bool:
         """Whether every segment of ``plan`` still has room in the ledger, at the cluster's
         capacity (a plan lies ahead, where a server down now may be back)."""

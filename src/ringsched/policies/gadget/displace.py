@@ -65,11 +65,10 @@ def victim(policy, js, nodes, slot: int, active: dict):
 
 def restore(book, jid: str, old: Plan, slot: int, mark: tuple) -> None:
     """Commit ``old`` again from ``slot`` on (what ``release`` freed), and the book's release
-    counts as they were at ``mark``: an undone swap freed nothing, so it must not make deferred
-    jobs due for an offer or failed early-run checks worth repeating."""
+    counts as they were at ``mark`` (an undone swap freed nothing)."""
     segs = [(max(a, slot), z, pl) for a, z, pl in old.segments if z > slot]
     book.commit(jid, Plan(segs, old.finish_s, old.payoff, old.cost))
-    book.epoch, book.freed = mark[0], list(mark[1])  # (a copy: the book goes on counting in it)
+    book.reset_release_counts(mark)
 
 
 def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -> str | None:
@@ -82,7 +81,7 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
     book, jid, vid = policy.book, js.job_id, vs.job_id
     u, a = js.job.utility, js.job.arrival_s
     here = previous_allocations.get(jid, ())
-    mark = (book.epoch, list(book.freed))
+    mark = book.release_counts()
     book.release(vid, slot)
     plan = policy.offer(js, nodes, slot, here)
     if plan is None or plan.payoff <= 0:

@@ -53,9 +53,9 @@ def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocat
     misses)`` in commit order (``plan_overdue`` may put them back). Those plans (of jobs the
     guard did not plan, of no higher priority: a strict class, as in displacement) are
     released and the job gets the plan that finishes first, if it finishes before ``plan``
-    (what the ledger gave it as committed, or None; else the book is left as it was). Each released plan is committed again where the
-    ledger still has room; a job whose plan no longer fits is left without one and offered at
-    the next decision as a new job. An unstarted plan has served its job nothing yet, and a job
+    (what the ledger gave it as committed, or None; else the book is left as it was). Each
+    released plan is committed again where the ledger still has room; a job whose plan no
+    longer fits is left without one and offered at the next decision as a new job. An unstarted plan has served its job nothing yet, and a job
     past the guard has waited nine times its time alone: under load, plans of 1-GPU jobs reach
     hours ahead and leave no slot with every GPU free (a 16-GPU job on 2x8, overdue at 27 ks,
     got a plan at 206 ks: rho 126). Re-planning the displaced jobs at once, at any payoff, cost
@@ -65,7 +65,7 @@ def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocat
                       and active[vid].job.priority <= js.job.priority), key=book.commit_seq)
     if not movable:
         return None
-    mark = (book.epoch, list(book.freed))
+    mark = book.release_counts()
     olds = {vid: book.plans[vid] for vid in movable}
     for vid in movable:
         book.release(vid, slot)
@@ -109,7 +109,7 @@ def guard_swap(policy, js, plan, nodes, slot: int, active: dict, previous_alloca
     vid = max(longer)[2]  # (a delay raises rho by itself over the isolated time: least for the longest)
     vs, old = active[vid], book.plans[vid]
     before = max(math.inf if plan is None else _rho(js, plan.finish_s), _rho(vs, old.finish_s))
-    mark = (book.epoch, list(book.freed))
+    mark = book.release_counts()
     book.release(vid, slot)
     mine = policy.offer(js, nodes, slot, previous_allocations.get(js.job_id, ()), must=True)
     if mine is None or mine.first_slot > slot:
@@ -140,7 +140,7 @@ def plan_overdue(policy, js, plan, nodes, slot: int, active: dict, previous_allo
     current = book.plans[jid] if roomed else plan
     if current is not None and current.first_slot <= slot:
         return roomed
-    mark = (book.epoch, list(book.freed))
+    mark = book.release_counts()
     if roomed:
         book.release(jid, slot)  # (the swap starts from the book without it; put back if none)
     if guard_swap(policy, js, current, nodes, slot, active, previous_allocations):
@@ -153,5 +153,5 @@ def plan_overdue(policy, js, plan, nodes, slot: int, active: dict, previous_allo
         return True
     if roomed:
         book.commit(jid, current)
-        book.epoch, book.freed = mark[0], list(mark[1])
+        book.reset_release_counts(mark)
     return roomed

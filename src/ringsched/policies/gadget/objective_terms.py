@@ -55,11 +55,12 @@ def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocat
     released and the job gets the plan that finishes first, if it finishes before ``plan``
     (what the ledger gave it as committed, or None; else the book is left as it was). Each
     released plan is committed again where the ledger still has room; a job whose plan no
-    longer fits is left without one and offered at the next decision as a new job. An unstarted plan has served its job nothing yet, and a job
-    past the guard has waited nine times its time alone: under load, plans of 1-GPU jobs reach
-    hours ahead and leave no slot with every GPU free (a 16-GPU job on 2x8, overdue at 27 ks,
-    got a plan at 206 ks: rho 126). Re-planning the displaced jobs at once, at any payoff, cost
-    Jain's index (``syn-2.1-rigid`` 0.949 -> 0.928; docs/objectives.md)."""
+    longer fits is left without one and offered at the next decision as a new job. An
+    unstarted plan has served its job nothing yet, and a job past the guard has waited nine
+    times its time alone: under load, plans of 1-GPU jobs reach hours ahead and leave no slot
+    with every GPU free (a 16-GPU job on 2x8, overdue at 27 ks, got a plan at 206 ks: rho 126).
+    Re-planning the displaced jobs at once, at any payoff, cost Jain's index
+    (``syn-2.1-rigid`` 0.949 -> 0.928; docs/objectives.md)."""
     book = policy.book
     movable = sorted((vid for vid, p in book.plans.items() if p.first_slot > slot and vid not in policy.guarded
                       and active[vid].job.priority <= js.job.priority), key=book.commit_seq)
@@ -152,6 +153,5 @@ def plan_overdue(policy, js, plan, nodes, slot: int, active: dict, previous_allo
                         table[vid] = value
         return True
     if roomed:
-        book.commit(jid, current)
-        book.reset_release_counts(mark)
+        restore(book, jid, current, slot, mark)  # (it has not started: committed as it was)
     return roomed

@@ -34,7 +34,8 @@ def ref_contiguous(cost, progress, remaining, starts, step_len):
 def ref_uniform(cost, progress, remaining, now_s, step_len_s):
     m, n = cost.shape
     rem = remaining * (1 - 1e-9)
-    k = np.ceil(np.divide(rem, progress, out=np.full(m, np.inf), where=progress > 0))
+    with np.errstate(over="ignore"):  # a subnormal progress overflows to inf: never usable
+        k = np.ceil(np.divide(rem, progress, out=np.full(m, np.inf), where=progress > 0))
     usable = k <= n
     kk = np.where(usable, np.maximum(k, 1), n + 1).astype(np.int64)
     frac = np.clip((rem - (np.where(usable, kk, 1) - 1) * progress) / np.where(usable, progress, 1.0), 0.0, 1.0)

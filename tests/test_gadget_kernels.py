@@ -27,7 +27,8 @@ def ref_contiguous(cost, progress, remaining, starts, step_len):
     valid &= (B[e + 1] - B[s0]) == 0
     done_before = P[e] - P[s0]
     pe = progress[e]
-    frac = np.clip((remaining - done_before) / np.where(pe > 0, pe, 1.0), 0.0, 1.0)
+    with np.errstate(over="ignore"):  # a subnormal progress overflows to inf: clipped to 1
+        frac = np.clip((remaining - done_before) / np.where(pe > 0, pe, 1.0), 0.0, 1.0)
     return valid, e, starts[e] + frac * step_len, C[e + 1] - C[s0]
 
 

@@ -54,7 +54,7 @@ def test_writes_every_output_for_every_policy(compare_all):
         assert (out / f).stat().st_size > 0, f
     summary = pd.read_csv(out / "summary.csv")
     assert summary["policy"].tolist() == names
-    assert (summary["trace"] == TRACE).all() and (summary["objective"] == "jct").all()
+    assert (summary["trace"] == TRACE).all() and (summary["objective"] == "jct,weigh=count").all()
     assert (summary["seed"] == 3).all()
     jobs = pd.read_parquet(out / "jobs.parquet")
     n = int(summary["jobs"].iloc[0])

@@ -373,7 +373,7 @@ def test_impossible_policy_options_are_one_clear_line_and_exit_2(cli, spec, says
 
 
 def test_simulate_admission_strict_rejects_and_names_the_variant(cli):
-    code, out, err = cli("simulate", "--trace", "synthetic:60,load=3", "--cluster", "2x8", "--policy", "gadget",
+    code, out, err = cli("simulate", "--trace", "synthetic:100,load=4", "--cluster", "2x8", "--policy", "gadget",
                          "--admission", "strict", "--json")
     assert code == 0, err
     import json

@@ -339,7 +339,7 @@ def test_decide_as_keeps_the_decisions_and_changes_the_judgement():
     ref = run_one("jct", wl.jobs, wl.cluster, "gadget")
     as_jct = run_one("deadline", wl.jobs, wl.cluster, "gadget", decide_as="jct")
     own = run_one("deadline", wl.jobs, wl.cluster, "gadget")
-    assert as_jct.summary["decided_as"] == "jct" and own.summary["decided_as"] == own.summary["objective"]
+    assert as_jct.summary["decided_as"] == "jct,weigh=count" and own.summary["decided_as"] == own.summary["objective"]
     assert np.array_equal(as_jct.jobs["jct_s"].to_numpy(), ref.jobs["jct_s"].to_numpy())
     assert not np.array_equal(own.jobs["jct_s"].to_numpy(), ref.jobs["jct_s"].to_numpy())
     assert "deadline_met" in as_jct.summary
@@ -358,12 +358,12 @@ def test_suite_objective_tables_are_recomputed_from_the_parquet(tmp_path):
                                 objective="deadline", target="gadget"), workers=1, show=False).cells
     write_suite(tmp_path, cells, "gadget")
     c = pd.read_parquet(tmp_path / "cells.parquet")
-    assert len(c) == 8 and (c.decided_as == "jct").sum() == 2
+    assert len(c) == 8 and (c.decided_as == "jct,weigh=count").sum() == 2
     own = c[c.decided_as == c.objective]
     t = pd.read_parquet(tmp_path / "objective.parquet").iloc[0]
     m = own.groupby("policy")["deadline_met"].mean()
     assert t.metric == "deadline_met" and t.target == pytest.approx(m["gadget"])
-    assert t.target_jct == pytest.approx(c[c.decided_as == "jct"]["deadline_met"].mean())
+    assert t.target_jct == pytest.approx(c[c.decided_as == "jct,weigh=count"]["deadline_met"].mean())
     assert t.baseline == pytest.approx(m.drop("gadget").max()) and t.best_baseline == m.drop("gadget").idxmax()
     r = ratios(c, "gadget").iloc[0]
     assert r.total_utility_target == pytest.approx(own[own.policy == "gadget"]["total_utility"].mean())

@@ -39,8 +39,9 @@ def workload(n=12, cluster="4x8", seed=0):
 # ------------------------------------------------------------------------------ parsing
 def test_names_and_canonical_specs():
     assert objective_names() == ["jct", "deadline", "energy", "fairness", "convergence"]
-    assert parse_objective("jct").spec() == "jct"
-    assert parse_objective(None).spec() == "jct"
+    assert parse_objective("jct").spec() == "jct,weigh=count"
+    assert parse_objective(None).spec() == "jct,weigh=count"
+    assert parse_objective("jct,weigh=value").p.weigh == "value"
     o = parse_objective("deadline, slack=2.5 ,decay_per_s=0.001")
     assert o.p.slack == 2.5 and o.p.decay_per_s == 0.001 and o.p.floor_s == 1800
     assert parse_objective(o.spec()).p == o.p
@@ -73,6 +74,54 @@ def test_cli_simulate_records_objective(cli):
     s = json.loads(out)
     assert code == 0 and s["objective"] == "deadline,slack=4,floor_s=1800,decay_per_s=0,weigh=count"
     assert 0 <= s["deadline_met_share"] <= 1
+
+
+# ------------------------------------------------------------------------------ jct
+def test_jct_decides_with_one_value_per_job_in_the_utilitys_shape():
+    """Under ``jct`` (weigh=count, the default) the policies see every job worth the
+    workload's mean value, each job's sigmoid kept (its knee and steepness); ``weigh=value``
+    leaves the jobs as they are. Mutants caught: weigh ignored (own values seen); the shape
+    rebuilt (knee from the value)."""
+    jobs, c = workload()
+    sp = SpeedModel(c)
+    mean = float(np.mean([j.utility.value for j in jobs]))
+    seen = parse_objective("jct").prepare_jobs(jobs, c, sp)
+    assert [j.utility.value for j in seen] == pytest.approx([mean] * len(jobs))
+    for j0, j in zip(jobs, seen):
+        assert (j.utility.target_jct_s, j.utility.steepness_per_s) == (j0.utility.target_jct_s,
+                                                                      j0.utility.steepness_per_s)
+        assert float(j.utility(j0.utility.target_jct_s)) == pytest.approx(mean / 2)
+    assert [j.utility for j in parse_objective("jct,weigh=value").prepare_jobs(jobs, c, sp)] == \
+        [j.utility for j in jobs]
+
+
+def test_jct_runs_are_judged_by_the_jobs_own_values():
+    """The run's total utility is the jobs' own JCT utilities at their JCTs; the utility the
+    policy decided with is ``decision_utility``. Mutant caught: not revaluing (total utility =
+    the decision utility)."""
+    jobs, c = workload()
+    r = run_with_objective("jct", jobs, c, "gadget")
+    t = r.jobs
+    own = {j.job_id: j.utility for j in jobs}
+    done = t.status == "completed"
+    assert done.all()
+    assert r.summary["total_utility"] == pytest.approx(sum(float(own[i](x)) for i, x in zip(t.job_id, t.jct_s)))
+    mean = float(np.mean([j.utility.value for j in jobs]))
+    assert r.summary["decision_utility"] == pytest.approx(
+        sum(float(own[i](x)) * mean / own[i].value for i, x in zip(t.job_id, t.jct_s)))
+    assert abs(r.summary["decision_utility"] - r.summary["total_utility"]) > 1e-3 * r.summary["total_utility"]
+
+
+def test_scaled_utilities_keep_their_shape():
+    """``scaled``: worth ``factor`` times as much at every JCT (a linear utility still reaches 0
+    where it did, a deadline stays where it was). Mutant caught: a linear utility scaled in
+    value only (its zero moved)."""
+    from ringsched.utility.functions import LinearUtility
+
+    for u in (jct_utility(600.0, 4), LinearUtility(10.0, 0.01), DeadlineUtility(5.0, 900.0, 0.001)):
+        k = u.scaled(3.0)
+        for t in (0.0, 300.0, 899.0, 950.0, 999.0, 2000.0):
+            assert float(k(t)) == pytest.approx(3.0 * float(u(t)))
 
 
 # ------------------------------------------------------------------------------ deadline
@@ -235,15 +284,18 @@ def test_fairness_decides_with_slowdown_utilities_every_job_worth_the_same():
 def test_fairness_decision_utilities_raise_jain_and_lower_worst_rho():
     """Deciding with slowdown utilities, every job worth the same, GADGET under ``fairness``
     beats its own JCT decisions on both of the objective's metrics (``synthetic:200,load=1.5``
-    on 4x8, seed 1: Jain's index 0.970 against 0.940, worst rho 4.7 against 6.1). Mutant caught:
-    the policies deciding with the jobs' own JCT utilities (the objective before 2026-12-04):
-    0.903 and 10.5."""
+    on 4x8, seed 1: Jain's index 0.970 against 0.956 with every job worth the same under
+    ``jct`` and 0.940 with the jobs' own values; worst rho 4.7 against 8.3 and 6.1). Mutant
+    caught: the policies deciding with the jobs' own JCT utilities (the objective before
+    2026-12-04): 0.903 and 10.5."""
     from ringsched.cli.workload import load_workload
 
     wl = load_workload("synthetic:200,load=1.5", "4x8", vc=None, window=None, limit=None, seed=1, rigid=False)
-    s = {obj: run_with_objective(obj, wl.jobs, wl.cluster, "gadget").summary for obj in ("jct", "fairness")}
-    assert s["fairness"]["jain_index"] > s["jct"]["jain_index"] + 0.02, s
-    assert s["fairness"]["worst_ftf_rho"] < 0.85 * s["jct"]["worst_ftf_rho"], s
+    s = {obj: run_with_objective(obj, wl.jobs, wl.cluster, "gadget").summary
+         for obj in ("jct", "jct,weigh=value", "fairness")}
+    for ref in ("jct", "jct,weigh=value"):
+        assert s["fairness"]["jain_index"] > s[ref]["jain_index"] + 0.01, s
+        assert s["fairness"]["worst_ftf_rho"] < 0.85 * s[ref]["worst_ftf_rho"], s
 
 
 def test_fairness_objective_lowers_worst_rho_under_contention():

@@ -103,6 +103,17 @@ def _cluster_spec(spec: str) -> str:
     return spec
 
 
+def _objective_spec(text: str) -> str:
+    """An objective's canonical spec (its name and every parameter: what the outputs record);
+    a bad one is this field's error."""
+    from ringsched.experiment.objectives import parse_objective
+
+    try:
+        return parse_objective(text).spec()
+    except InputError as e:
+        raise ValueError(e.message) from None
+
+
 class CompareConfig(BaseModel):
     """Every policy on one workload (trace, cluster, load, seed)."""
 
@@ -113,12 +124,13 @@ class CompareConfig(BaseModel):
     load: _LOAD = 1.0  # arrival-rate factor: arrival times divided by it
     seed: _SEED = 0
     policies: list[str] = Field(min_length=1)
-    objective: str = "jct"
+    objective: str = Field("jct", validate_default=True)
     profiles: dict[str, dict] = {}  # model -> a `ringsched model fit` document (experiment/profiles.py)
     gpu_profiles: list[str] = []  # folders DIR/<gpu type>/<model>.json (--gpu-profiles; docs/catalogue.md)
     simulator: SimulatorSettings = SimulatorSettings()
 
     _cluster = field_validator("cluster")(classmethod(lambda cls, v: _cluster_spec(v)))
+    _objective = field_validator("objective")(classmethod(lambda cls, v: _objective_spec(v)))
 
 
 class SweepConfig(BaseModel):
@@ -131,7 +143,7 @@ class SweepConfig(BaseModel):
     loads: list[_LOAD] = Field([0.5, 1.0, 2.0], min_length=1)
     seeds: list[_SEED] = Field([0, 1, 2], min_length=1, max_length=int(LIMITS["seeds_count"].hi))
     policies: list[str] = Field(min_length=1)
-    objective: str = "jct"
+    objective: str = Field("jct", validate_default=True)
     baseline: str | None = None  # the policy paired differences are taken against (default: the first)
     confidence: float = Field(0.95, ge=0.5, le=0.999)
     engine: Literal["local", "ray"] = "local"
@@ -140,6 +152,7 @@ class SweepConfig(BaseModel):
     simulator: SimulatorSettings = SimulatorSettings()
 
     _clusters = field_validator("clusters")(classmethod(lambda cls, v: [_cluster_spec(c) for c in v]))
+    _objective = field_validator("objective")(classmethod(lambda cls, v: _objective_spec(v)))
 
 
 def _first_error(e: ValidationError) -> tuple[str, str]:

@@ -7,7 +7,7 @@ Every utility is a small frozen dataclass with a vectorised ``__call__(jct_s)`` 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -34,6 +34,10 @@ class SigmoidUtility:
     @functools.cached_property
     def max_value(self) -> float:  # cached: the online algorithm asks for it at every offer
         return float(self(0.0))
+
+    def scaled(self, factor: float) -> "SigmoidUtility":
+        """The same shape, worth ``factor`` times as much."""
+        return replace(self, value=self.value * factor)
 
     def jct_at_value(self, v: float) -> float:
         """The JCT at which the utility has fallen to ``v`` (0 < v < value; inf if it never does)."""
@@ -68,6 +72,10 @@ class LinearUtility:
     def __call__(self, jct_s):
         return np.maximum(0.0, self.value - self.slope_per_s * np.asarray(jct_s, dtype=float))
 
+    def scaled(self, factor: float) -> "LinearUtility":
+        """Worth ``factor`` times as much, reaching 0 at the same JCT."""
+        return replace(self, value=self.value * factor, slope_per_s=self.slope_per_s * factor)
+
 
 @dataclass(frozen=True)
 class DeadlineUtility:
@@ -91,6 +99,10 @@ class DeadlineUtility:
     @property
     def max_value(self) -> float:
         return self.value
+
+    def scaled(self, factor: float) -> "DeadlineUtility":
+        """The same deadline, worth ``factor`` times as much."""
+        return replace(self, value=self.value * factor)
 
     def __call__(self, jct_s):
         t = np.asarray(jct_s, dtype=float)

@@ -60,15 +60,42 @@ def early_runs_lent(policy_cls) -> dict:
 
 
 # ------------------------------------------------------------------------------------- jct
+WEIGHTS = ("count", "value")
+
+
+@dataclass(frozen=True)
+class JCTParams:
+    # what a job is worth to the policies' decisions: "count" (every job the workload's mean
+    # value, its utility's shape kept: mean JCT counts jobs) or "value" (its own); the run's
+    # total utility is always judged with the jobs' own utilities
+    weigh: str = "count"
+
+    def __post_init__(self):
+        _one_of("weigh", self.weigh, WEIGHTS)
+
+
 @register_objective
 class JCT(Objective):
-    """The default: every job's sigmoid utility of its JCT (utility/defaults.py); nothing changes."""
+    """The default: every job's utility of its JCT (utility/defaults.py), judged as it is. The
+    policies decide with each job worth the same (``weigh``): the jobs' own values are their
+    GPU-hours, which made a 1-GPU job of minutes worth a thousandth of a long 8-GPU job in every
+    plan's payoff, while mean JCT counts both alike (docs/objectives.md)."""
 
     name = "jct"
+    Params = JCTParams
+
+    def prepare_jobs(self, jobs, cluster, speed):
+        self.own = {j.job_id: j.utility for j in jobs}
+        values = job_values(jobs)
+        return [dataclasses.replace(j, utility=j.utility.scaled(seen / value)) if 0 < value != seen else j
+                for j, value, seen in zip(jobs, values, weighed(values, self.p.weigh))]
+
+    def report(self, result, config):
+        result.summary["decision_utility"] = float(result.jobs["utility"].sum())
+        revalue(result, self.own)
 
 
 # -------------------------------------------------------------------------------- deadline
-WEIGHTS = ("count", "value")
 
 
 @dataclass(frozen=True)

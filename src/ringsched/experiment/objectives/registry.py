@@ -66,7 +66,7 @@ class Objective:
         return dataclasses.asdict(self.p)
 
     def spec(self) -> str:
-        """Canonical text: the name and every parameter (``jct`` has none)."""
+        """Canonical text: the name and every parameter (``jct,weigh=count``)."""
         parts = [self.name] + [f"{k}={_fmt(v)}" for k, v in self.params_dict().items()]
         return ",".join(parts)
 

@@ -79,7 +79,8 @@ def cells_for(workloads: Sequence[SuiteWorkload], policies: Sequence[str], *, se
               profiles: dict | None = None, objective: str = "jct", target: str | None = None) -> list[Cell]:
     """Every policy on every workload, seed and estimate setting, under ``objective``; under an
     objective other than jct, also ``target`` deciding as under jct (judged by the objective)."""
-    refs = [target] if target is not None and parse_objective(objective).spec() != parse_objective("jct").spec() else []
+    default = parse_objective(None).spec()
+    refs = [target] if target is not None and parse_objective(objective).spec() != default else []
     return [Cell(w, s, e, p, decide_at_events, profiles or None, objective, d)
             for w in workloads for s in seeds for e in estimates
             for p, d in [(p, None) for p in policies] + [(t, "jct") for t in refs]]

@@ -38,6 +38,13 @@ def revalue(result, utilities: dict) -> None:
     result.summary["max_utility"] = float(jobs["max_utility"].sum())
 
 
+def judge_by_own(result, own: dict) -> None:
+    """Keep the utility the policies decided with as ``decision_utility``, then value the run
+    with the jobs' own utilities (``own``: job id -> utility)."""
+    result.summary["decision_utility"] = float(result.jobs["utility"].sum())
+    revalue(result, own)
+
+
 def job_values(jobs) -> list[float]:
     """Each job's value: its utility's ``value`` (the sigmoid's scale), else its maximum."""
     return [float(getattr(j.utility, "value", j.utility.max_value)) for j in jobs]
@@ -91,13 +98,10 @@ class JCT(Objective):
                 for j, value, seen in zip(jobs, values, weighed(values, self.p.weigh))]
 
     def report(self, result, config):
-        result.summary["decision_utility"] = float(result.jobs["utility"].sum())
-        revalue(result, self.own)
+        judge_by_own(result, self.own)
 
 
 # -------------------------------------------------------------------------------- deadline
-
-
 @dataclass(frozen=True)
 class DeadlineParams:
     slack: float = 2.0  # deadline = slack x the job's isolated run time ...
@@ -140,8 +144,7 @@ class Deadline(Objective):
 
     def report(self, result, config):
         jobs = result.jobs
-        result.summary["decision_utility"] = float(jobs["utility"].sum())
-        revalue(result, self.judged)
+        judge_by_own(result, self.judged)
         d = jobs["job_id"].map(self.deadlines).to_numpy(dtype=float)
         jobs["deadline_s"] = d
         done = (jobs["status"] == "completed").to_numpy()
@@ -294,8 +297,7 @@ class Fairness(Objective):
 
     def report(self, result, config):
         jobs = result.jobs
-        result.summary["decision_utility"] = float(jobs["utility"].sum())
-        revalue(result, self.own)
+        judge_by_own(result, self.own)
         result.summary["alpha_fair_welfare"] = alpha_fair_welfare(jobs["utility"], jobs["max_utility"], self.p.alpha,
                                                                   self.p.eps)
 

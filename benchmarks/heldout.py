@@ -1,4 +1,4 @@
-"""Workloads outside the suite (docs/suite.md, "Held out"): other Philly VCs, another ITP
+"""Workloads outside the suite (docs/suite-history.md, "Held out"): other Philly VCs, another ITP
 cluster, two synthetic mixes, the Alibaba pods on another cluster, and another Philly VC and a
 heavier synthetic mix on the suite's two-GPU-type clusters, built the suite's way
 (``SuiteWorkload``), every policy (or ``--policies``), seeds 0 and 1, exact estimates (or

@@ -12,7 +12,7 @@ after the previous round's answer was applied (restarts counted). Prints p50 / p
 policy and the ratio to optimus' decision on the same states in the same process (optimus is
 the reference: one greedy pass, no goodput search). Timings on a shared machine are noisy.
 
-Two more lines (docs/suite.md, the suite's runtime): the count knapsack compiled
+Two more lines (docs/suite-history.md, the suite's runtime): the count knapsack compiled
 (``knapsack.solve``) against the numpy program it replaced (``knapsack.solve_numpy``, the
 reference) on the knapsacks of pollux's 16x4 rounds, checking they pick the same counts; and
 whole suite cells of an overloaded workload (``--cell-workload``, its first ``--cell-jobs``

@@ -1,4 +1,4 @@
-"""GADGET (or ``--target``) against each baseline alone over a suite run's cells (docs/suite.md,
+"""GADGET (or ``--target``) against each baseline alone over a suite run's cells (docs/suite-history.md,
 "Third round"): per estimate setting and baseline, the geometric mean over the workloads of the
 target's mean over seeds over the baseline's, for total utility (> 1 favours the target) and
 mean JCT (< 1 favours it), and whether the target is ahead on both. With ``--trades``, per

@@ -2,7 +2,7 @@
 sum of per-job values under one GPU budget, as a dynamic program over (job, GPUs used).
 
 Compiled because both policies run it every slot on runs spanning weeks of simulated time
-(docs/suite.md, the suite's runtime); it is the exact twin of the numpy program it replaced
+(docs/suite-history.md, the suite's runtime); it is the exact twin of the numpy program it replaced
 (``tests/test_pollux_sia.py`` checks the two agree, ties included): the same additions in the
 same order, the first maximum among a job's counts (its smallest count among ties, as
 ``np.argmax``), and among the final budgets the first maximum (the fewest GPUs).

@@ -93,7 +93,7 @@ class GadgetParams:
     # for small instances: it enumerates per-server worker vectors and counts work in samples)
     subroutine: str = "contiguous"
     max_per_server: int | None = None  # the most workers a plan puts on one server (None: its GPUs)
-    # several GPU types (docs/theory.md section 11; measured in docs/suite.md): a plan may also
+    # several GPU types (docs/theory.md section 11; measured in docs/suite-history.md): a plan may also
     # run on one type and then on another (one change, charged the world's checkpoint-restart:
     # policies/gadget/type_switch.py), and a job running its plan on a slower type is lent idle
     # GPUs of a faster one when that pays for the restarts (policies/gadget/upgrade.py)

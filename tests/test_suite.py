@@ -108,6 +108,19 @@ def test_ratios_are_recomputed_from_the_parquet(suite_out):
     assert (suite_out / "index.html").read_text().count("<table") >= 3
 
 
+def test_an_interrupted_run_writes_its_cells_and_pairs_only_what_finished(suite_out, tmp_path):
+    """A run stopped by Ctrl-C or SIGTERM keeps cells of one policy that the other lacks (the
+    target's cell of a seed did not finish, a baseline's did): every table is still written
+    and the paired differences cover the complete pairs only. Mutant caught: ``paired`` looking
+    up both cells of every seed (KeyError, and no cells.parquet: the finished cells lost)."""
+    cells = pd.read_parquet(suite_out / "cells.parquet")
+    gone = (cells.policy == "gadget") & (cells.workload == "syn-3") & (cells.seed == 1)
+    write_suite(tmp_path, cells[~gone].reset_index(drop=True), "gadget")
+    assert len(pd.read_parquet(tmp_path / "cells.parquet")) == len(cells) - int(gone.sum())
+    paired = pd.read_parquet(tmp_path / "paired.parquet")
+    assert (paired.pairs == 3).all()  # (syn-1.1 seeds 0 and 1, syn-3 seed 0)
+
+
 def test_each_cell_reports_offered_load_and_utilisation(suite_out):
     cells = pd.read_parquet(suite_out / "cells.parquet")
     assert (cells.offered_load > 0).all()

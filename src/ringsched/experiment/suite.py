@@ -202,7 +202,10 @@ def paired(cells: pd.DataFrame, r: pd.DataFrame, target: str = "gadget", level: 
             for row in rr.itertuples():
                 best = getattr(row, f"{m}_best")
                 for seed in sorted(set(cells.loc[(cells.workload == row.workload) & (cells.estimates == est), "seed"])):
-                    a, b = idx.loc[(row.workload, est, seed, target), m], idx.loc[(row.workload, est, seed, best), m]
+                    pair = (row.workload, est, seed, target), (row.workload, est, seed, best)
+                    if not (pair[0] in idx.index and pair[1] in idx.index):
+                        continue  # (an interrupted run: one of the two cells did not finish)
+                    a, b = idx.loc[pair[0], m], idx.loc[pair[1], m]
                     if b:
                         d.append(a / b - 1.0)
             d = np.asarray(d, dtype=float)
@@ -245,6 +248,7 @@ def write_suite(out_dir: Path, cells: pd.DataFrame, target: str = "gadget") -> d
     from ringsched.experiment.suite_html import suite_page
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    cells.to_parquet(out_dir / "cells.parquet", index=False)  # (first: what finished is kept whatever follows)
     r = ratios(cells, target)
     from ringsched.experiment.suite_objectives import objective_overall, objective_table
 

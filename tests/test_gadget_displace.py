@@ -123,3 +123,31 @@ def test_a_plan_the_rho_guard_made_is_never_a_victim():
     assert displace_mod.victim(g, active["short"], nodes, 0, active)[0].job_id == "long"
     g.guarded = {"long"}
     assert displace_mod.victim(g, active["short"], nodes, 0, active) is None
+
+
+def test_a_swap_is_undone_when_it_pushes_the_victim_behind_the_next_plan():
+    """1x8, plans in steps of one slot: a 20,000 s 8-GPU plan fills slots 0-66 and another job's
+    plan holds the server from slot 68 to 60 ks; a 100 s 8-GPU job's offer failed. Taken on its
+    run alone, the long job loses little by a delay of the short job's time (0.08 of its 44),
+    but with the short job's plan in slot 1 it no longer fits before the next plan: its
+    earliest finish moves by 60 ks, past what the short job's run and a step explain, and it
+    would keep 9.5 of its 44. The swap is undone and the book is as it was.
+    Mutant caught: the swap judged on the victim's run alone only (the rule before 2026-12-06:
+    on Philly VC 2869ce, 400 jobs on 4x8, seed 0, the victims of 111 swaps ended with a median
+    0.01 of their value)."""
+    from ringsched.policies.base import JobState, Nodes
+    from ringsched.policies.gadget.book import Plan
+
+    c = parse_spec("1x8")
+    long_, short = rigid("long", 0, 8, LONG_S, c), rigid("short", 0, 8, SHORT_S, c)
+    nodes = Nodes(c, np.ones(1, dtype=bool), 0.0, 300.0, SpeedModel(c))
+    g = Gadget(max_steps=1024)
+    g._ensure(nodes, [long_, short])
+    g.book.commit("long", Plan([(0, 67, (0,) * 8)], 67 * 300.0, 1.0, 0.0))
+    g.book.commit("next", Plan([(68, 200, (0,) * 8)], 200 * 300.0, 1.0, 0.0))
+    active = {"long": JobState(long_, 0, LONG_S), "short": JobState(short, 1, SHORT_S)}
+    assert displace_mod.victim(g, active["short"], nodes, 0, active)[0].job_id == "long"  # (the alone test passes)
+    before = g.book.ledger.window(0, 500)[0].copy()
+    assert displace_mod.displace(g, active["short"], nodes, 0, active, {}) is None
+    assert np.array_equal(g.book.ledger.window(0, 500)[0], before)
+    assert g.book.plans["long"].segments == [(0, 67, (0,) * 8)] and "short" not in g.book.plans

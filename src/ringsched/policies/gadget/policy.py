@@ -387,6 +387,17 @@ class Gadget(Policy):
         return self.search(js.job, remaining, nodes, slot, horizon_end_s=end_s, win=win, current=current,
                            ran_before=js.first_start_s is not None, w_bounds=bounds, earliest=js.job_id in self.overdue)
 
+    def earliest_finish_s(self, js: JobState, nodes: Nodes, slot: int, current: tuple = ()) -> tuple[float, float]:
+        """(When ``js`` could finish at the earliest as the ledger stands, without its own plan:
+        the search's first-finishing plan whatever its payoff, inf when it has no window; the
+        search's step, s: plans start on steps, so that finish is known to within one)."""
+        end_s = self._horizon_end(js, nodes)
+        win = self.planner.window(nodes, slot, end_s)
+        plan = self.search(js.job, planned_remaining(js, nodes.now_s, self.p.stop_converged), nodes, slot,
+                           horizon_end_s=end_s, win=win, current=current, ran_before=js.first_start_s is not None,
+                           earliest=True)
+        return (math.inf if plan is None else plan.finish_s), win.step_len_s
+
     def search(self, job: Job, remaining: float, nodes: Nodes, slot: int, **kw) -> Plan | None:
         """The plan search (``PlanSearch.search``): the one entry point of every offer."""
         return self.planner.search(job, remaining, nodes, slot, **kw)

@@ -253,11 +253,12 @@ def write_suite(out_dir: Path, cells: pd.DataFrame, target: str = "gadget") -> d
     from ringsched.experiment.suite_objectives import objective_overall, objective_table
 
     obj = objective_table(cells, target)
-    tables = {"cells": cells, "ratios": r, "paired": paired(cells, r, target) if len(r) else pd.DataFrame(),
-              "overall": overall(r) if len(r) else pd.DataFrame(), "workloads": workload_table(cells),
-              "objective": obj, "objective_overall": objective_overall(obj)}
-    for name, t in tables.items():
+    derived = {"ratios": r, "paired": paired(cells, r, target) if len(r) else pd.DataFrame(),
+               "overall": overall(r) if len(r) else pd.DataFrame(), "workloads": workload_table(cells),
+               "objective": obj, "objective_overall": objective_overall(obj)}
+    for name, t in derived.items():
         t.to_parquet(out_dir / f"{name}.parquet", index=False)
+    tables = {"cells": cells, **derived}
     (out_dir / "index.html").write_text(suite_page(tables, target))
     return tables
 

@@ -37,10 +37,11 @@ import math
 from ringsched.policies.gadget.book import Plan
 
 
-def delay_loss(js, end_s: float, delay_s: float) -> float:
-    """The utility ``js`` loses when its completion moves from ``end_s`` to ``end_s + delay_s``."""
+def finish_loss(js, from_s: float, to_s: float) -> float:
+    """The utility ``js`` loses when its completion moves from ``from_s`` to ``to_s`` (inf: it
+    has no window to complete in)."""
     u, a = js.job.utility, js.job.arrival_s
-    return float(u(end_s - a)) - float(u(end_s + delay_s - a))
+    return float(u(from_s - a)) - (0.0 if math.isinf(to_s) else float(u(to_s - a)))
 
 
 def victim(policy, js, nodes, slot: int, active: dict):
@@ -59,7 +60,7 @@ def victim(policy, js, nodes, slot: int, active: dict):
         if long <= short:
             continue
         end = nodes.now_s + long
-        key = (delay_loss(vs, end, short), book.commit_seq(vid))
+        key = (finish_loss(vs, end, end + short), book.commit_seq(vid))
         if best is None or key < best[0]:
             best = (key, vs, plan, end)
     if best is None:
@@ -68,15 +69,9 @@ def victim(policy, js, nodes, slot: int, active: dict):
     # delay of its time alone and a restart): most failed offers under load end here
     vs, plan, end = best[1:]
     earliest = float(js.job.utility(nodes.now_s + short - js.job.arrival_s))
-    if earliest <= delay_loss(vs, end, short + policy.p.restart_for(nodes)):
+    if earliest <= finish_loss(vs, end, end + short + policy.p.restart_for(nodes)):
         return None
     return vs, plan, end, short
-
-
-def before_after_loss(vs, before_s: float, after_s: float) -> float:
-    """The utility ``vs`` loses when its earliest finish moves from ``before_s`` to ``after_s``."""
-    u, a = vs.job.utility, vs.job.arrival_s
-    return float(u(before_s - a)) - (0.0 if math.isinf(after_s) else float(u(after_s - a)))
 
 
 def restore(book, jid: str, old: Plan, slot: int, mark: tuple) -> None:
@@ -114,7 +109,7 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
     done = max(plan.finish_s, nodes.now_s + short)
     delay = done - nodes.now_s + policy.p.restart_for(nodes)
     gain = float(u(done - a)) - without
-    if gain <= delay_loss(vs, end_v, delay):
+    if gain <= finish_loss(vs, end_v, end_v + delay):
         restore(book, vid, old, slot, mark)
         return None
     there = previous_allocations.get(vid, ())
@@ -124,7 +119,7 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
     after = policy.earliest_finish_s(vs, nodes, slot, there)[0]
     # undone when the victim has no window, or when the swap pushes its earliest finish further
     # than the job's run and a step of the plans explain and that loses more than the job gains
-    if again is None or (after - before > delay + step_s and gain <= before_after_loss(vs, before, after)):
+    if again is None or (after - before > delay + step_s and gain <= finish_loss(vs, before, after)):
         book.release(jid, slot)
         restore(book, vid, old, slot, mark)
         return None

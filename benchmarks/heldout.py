@@ -2,10 +2,13 @@
 cluster, two synthetic mixes, the Alibaba pods on another cluster, and another Philly VC and a
 heavier synthetic mix on the suite's two-GPU-type clusters, built the suite's way
 (``SuiteWorkload``), every policy (or ``--policies``), seeds 0 and 1, exact estimates (or
-``--estimates``), every workload (or ``--workloads``). Writes OUT/cells.parquet and prints the
-target's ratios to the best baseline per workload.
+``--estimates``), every workload (or ``--workloads``), judged by JCT utility (or ``--objective``,
+docs/objectives.md). Writes OUT/cells.parquet and prints the target's ratios to the best
+baseline per workload (under another objective: each policy's metrics of that objective, means
+over the seeds).
 
-    python benchmarks/heldout.py OUT [--policies gadget,oasis] [--estimates lognormal:1] [--workloads NAME,...] [--workers 2]
+    python benchmarks/heldout.py OUT [--policies gadget,oasis] [--estimates lognormal:1] [--workloads NAME,...]
+                                     [--objective deadline] [--workers 2]
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ def main() -> None:
     import pandas as pd
 
     import ringsched.policies  # noqa: F401 - registers every policy
-    from ringsched.experiment.suite import Cell, ratios, run_suite, skipped_workloads
+    from ringsched.experiment.suite import Cell, objective_metrics, ratios, run_suite, skipped_workloads
+    from ringsched.errors import InputError
     from ringsched.policies.registry import policy_names
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -53,6 +57,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--estimates", default="exact", help="the duration knowledge (docs/metrics.md)")
     ap.add_argument("--workloads", default=None, help="comma-separated names (default: every one)")
+    ap.add_argument("--objective", default="jct", help="what the runs are judged by (docs/objectives.md)")
     a = ap.parse_args()
     ws = workloads()
     if a.workloads:
@@ -62,15 +67,23 @@ def main() -> None:
             print(f"heldout.py: --workloads: unknown held-out workload(s): {', '.join(unknown)}", file=sys.stderr)
             raise SystemExit(2)
         ws = [w for w in ws if w.name in names]
+    try:
+        metrics = [m for m, _ in objective_metrics(a.objective)]
+    except InputError as e:
+        print(f"heldout.py: --objective: {e}", file=sys.stderr)
+        raise SystemExit(2)
     for w, why in skipped_workloads(ws):
         print(f"skipped {w.name}: {why}")
     skipped = {w.name for w, _ in skipped_workloads(ws)}
     pols = a.policies.split(",") if a.policies else policy_names()
-    cells = [Cell(w, s, a.estimates, p) for w in ws if w.name not in skipped for s in (0, 1) for p in pols]
+    cells = [Cell(w, s, a.estimates, p, objective=a.objective) for w in ws if w.name not in skipped
+             for s in (0, 1) for p in pols]
     run = run_suite(cells, workers=a.workers)
     a.out.mkdir(parents=True, exist_ok=True)
     run.cells.to_parquet(a.out / "cells.parquet")
-    if len(set(pols)) > 1:
+    if metrics:
+        print(run.cells.groupby(["workload", "policy"])[metrics].mean().round(4).to_string())
+    elif len(set(pols)) > 1:
         r = ratios(run.cells, a.target)
         print(r[["workload", "total_utility_ratio", "total_utility_best", "mean_jct_s_ratio", "mean_jct_s_best"]]
               .round(3).to_string(index=False))

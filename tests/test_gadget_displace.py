@@ -151,3 +151,24 @@ def test_a_swap_is_undone_when_it_pushes_the_victim_behind_the_next_plan():
     assert displace_mod.displace(g, active["short"], nodes, 0, active, {}) is None
     assert np.array_equal(g.book.ledger.window(0, 500)[0], before)
     assert g.book.plans["long"].segments == [(0, 67, (0,) * 8)] and "short" not in g.book.plans
+
+
+def test_with_displace_late_a_short_job_whose_plan_starts_later_takes_the_gpus_now():
+    """1x8: a 3,000 s 8-GPU job holds the server when a 100 s 8-GPU job arrives at 1,000 s.
+    The short job's utility keeps about three quarters of its value if it waits for the long
+    job, so its offer pays (a plan after the long one) and it waits about 2,000 s. With
+    ``displace_late`` (the fairness objective) a plan that starts later may try
+    the swap a failed offer tries: the short job gains about a fifth of its value by running
+    now, and the long job loses little by finishing its run and a restart later.
+    Mutant caught: a paying offer never tries the swap (the rule before 2026-12-06)."""
+    import math
+
+    c = parse_spec("1x8")
+    wait_pays = SigmoidUtility(value=1.0, target_jct_s=3000.0, steepness_per_s=math.log(49.0) / 3000.0)
+    jobs = [rigid("long", 0, 8, 3000.0, c), rigid("short", 1000, 8, SHORT_S, c, wait_pays)]
+    off, on = run(jobs, c), run(jobs, c, displace_late=True)
+    assert off.loc["short", "jct_s"] > 3000.0 - 1000.0 - 1
+    assert on.loc["short", "jct_s"] < SHORT_S + 600
+    assert on.loc["long", "jct_s"] < off.loc["long", "jct_s"] + SHORT_S + 600
+    assert on.utility.sum() > off.utility.sum()
+

@@ -210,8 +210,8 @@ def test_objectives_set_only_the_options_a_policy_declares():
         _, f_opts = policy_run_options(fair, name, c, SimConfig())
         _, c_opts = policy_run_options(conv, name, c, SimConfig())
         assert bool(e_opts) == declares(cls, "energy_cost_per_gpu_s", "server_cost_per_s"), name
-        assert f_opts == ({"rho_guard": 10.0, "lend_triage_share": 0.0, "commit_early_runs": False}
-                          if declares(cls, "rho_guard") else {}), name
+        assert f_opts == ({"rho_guard": 10.0, "lend_triage_share": 0.0, "commit_early_runs": False,
+                           "displace_late": True} if declares(cls, "rho_guard") else {}), name
         _, d_opts = policy_run_options(parse_objective("deadline"), name, c, SimConfig())
         assert d_opts == ({"commit_early_runs": False} if declares(cls, "commit_early_runs") else {}), name
         assert c_opts == ({"stop_converged": True} if declares(cls, "stop_converged") else {}), name
@@ -285,8 +285,9 @@ def test_fairness_decision_utilities_raise_jain_and_lower_worst_rho():
     """Deciding with slowdown utilities, every job worth the same, GADGET under ``fairness``
     beats its own JCT decisions on both of the objective's metrics (``synthetic:200,load=1.5``
     on 4x8, seed 1: Jain's index 0.970 against 0.956 with every job worth the same under
-    ``jct`` and 0.940 with the jobs' own values; worst rho 4.7 against 8.3 and 6.1). Mutant
-    caught: the policies deciding with the jobs' own JCT utilities (the objective before
+    ``jct`` and 0.940 with the jobs' own values; worst rho 5.2 against 8.3 and 6.1; 4.7 before
+    ``fairness`` turned on swaps for late plans, docs/suite-history.md, twenty-fourth round).
+    Mutant caught: the policies deciding with the jobs' own JCT utilities (the objective before
     2026-12-04): 0.903 and 10.5."""
     from ringsched.cli.workload import load_workload
 
@@ -295,7 +296,7 @@ def test_fairness_decision_utilities_raise_jain_and_lower_worst_rho():
          for obj in ("jct", "jct,weigh=value", "fairness")}
     for ref in ("jct", "jct,weigh=value"):
         assert s["fairness"]["jain_index"] > s[ref]["jain_index"] + 0.01, s
-        assert s["fairness"]["worst_ftf_rho"] < 0.85 * s[ref]["worst_ftf_rho"], s
+        assert s["fairness"]["worst_ftf_rho"] < 0.9 * s[ref]["worst_ftf_rho"], s
 
 
 def test_fairness_objective_lowers_worst_rho_under_contention():

@@ -281,12 +281,16 @@ class Fairness(Objective):
     metrics = (("jain_index", "max"), ("worst_ftf_rho", "min"))
 
     def policy_options(self, policy_cls, cluster, config):
-        """The rho guard, for a policy that declares ``rho_guard`` in its ``Params``; early runs
-        left lent (``early_runs_lent``); no triage in lending (``lend_triage_share`` 0): a job
-        given up for those still on time is the worst rho (docs/objectives.md)."""
+        """For a policy that declares them: the rho guard; early runs left lent
+        (``early_runs_lent``); no triage in lending (``lend_triage_share`` 0: a job given up for
+        those still on time is the worst rho); swaps for plans that start later
+        (``displace_late``: a wait of a slot costs a short job much of its slowdown and a long
+        victim little of its own). docs/objectives.md."""
         opts = {"rho_guard": self.p.rho_guard} if declares(policy_cls, "rho_guard") else {}
         if declares(policy_cls, "lend_triage_share"):
             opts["lend_triage_share"] = 0.0
+        if declares(policy_cls, "displace_late"):
+            opts["displace_late"] = True
         return opts | early_runs_lent(policy_cls)
 
     def prepare_jobs(self, jobs, cluster, speed):

@@ -56,6 +56,9 @@ class GadgetParams:
     # at a time (a reservation against starvation behind jobs on lent GPUs: Gadget._reservation)
     reserve_wide: bool = True
     displace: int = 4  # failed offers per decision that may take a longer job's near GPUs (displace.py)
+    # ... and offers whose plan starts after this decision (the fairness objective sets it: a
+    # short job's plan for the next slot boundary costs its slowdown most)
+    displace_late: bool = False
     lend_lookahead: int = 4  # lend only GPUs that stay uncommitted for this many slots
     # ... or, for a job that ends sooner (restart included, its remaining work at the estimates'
     # pessimistic factor), GPUs that stay uncommitted until it ends: backfilling ahead of plans

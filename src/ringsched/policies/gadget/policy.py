@@ -248,8 +248,8 @@ class Gadget(Policy):
         priority, then arrival (``queue_key``). A deferred job is offered again every retry_every slots, doubling the wait after
         each offer that failed (up to 2^retry_backoff), and at most once a slot when reservations
         were released: re-offers rarely succeed and were most of GADGET's time on long traces.
-        The first ``displace`` offers that fail may each take a longer job's near GPUs
-        (``displace.py``)."""
+        The first ``displace`` offers that fail (with ``displace_late``, also those whose plan
+        starts after this decision) may each take a longer job's near GPUs (``displace.py``)."""
         cap = self.p.max_plans_per_slot
         groups: tuple[list, list, list, list] = ([], [], [], [])  # behind (new, tried), new, tried
         plans = self.book.plans
@@ -284,15 +284,9 @@ class Gadget(Policy):
                 self.guarded.add(jid)
                 quick = {}  # (a release lowered prices: the decision's bounds may no longer hold)
                 continue
-            if plan is not None and (plan.payoff > 0 or must):
-                self.book.commit(jid, plan)
-                if jid in self.overdue:
-                    self.guarded.add(jid)
-                else:
-                    self.guarded.discard(jid)
-                self.misses.pop(jid, None)
-                continue
-            if swaps > 0:
+            paying = plan is not None and (plan.payoff > 0 or must)
+            later = paying and not must and self.p.displace_late and plan.first_slot > slot
+            if (later or not paying) and swaps > 0:
                 swaps -= 1
                 vid = displace(self, js, nodes, slot, active, previous_allocations)
                 if vid is not None:
@@ -300,7 +294,14 @@ class Gadget(Policy):
                     self.misses.pop(jid, None)
                     quick = {}  # (a release lowered prices: the decision's bounds may no longer hold)
                     continue
-            if last is not None:
+            if paying:
+                self.book.commit(jid, plan)
+                if jid in self.overdue:
+                    self.guarded.add(jid)
+                else:
+                    self.guarded.discard(jid)
+                self.misses.pop(jid, None)
+            elif last is not None:
                 self.misses[jid] = self.misses.get(jid, 0) + 1
 
     def _too_late(self, js: JobState, plan: Plan, nodes: Nodes) -> bool:

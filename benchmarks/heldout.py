@@ -46,8 +46,8 @@ def main() -> None:
     import pandas as pd
 
     import ringsched.policies  # noqa: F401 - registers every policy
-    from ringsched.experiment.suite import Cell, objective_metrics, ratios, run_suite, skipped_workloads
     from ringsched.errors import InputError
+    from ringsched.experiment.suite import Cell, objective_metrics, ratios, run_suite, skipped_workloads
     from ringsched.policies.registry import policy_names
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -171,4 +171,3 @@ def test_with_displace_late_a_short_job_whose_plan_starts_later_takes_the_gpus_n
     assert on.loc["short", "jct_s"] < SHORT_S + 600
     assert on.loc["long", "jct_s"] < off.loc["long", "jct_s"] + SHORT_S + 600
     assert on.utility.sum() > off.utility.sum()
-

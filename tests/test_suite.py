@@ -262,10 +262,12 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
     ("suite_against_each.py", ["OUT", "--trades"], "cells.parquet"),
 ])
 def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script, args, names):
-    """An unknown held-out workload or a bad objective, ``--per-seed`` without ``--trades``, a folder without a
-    suite's cells: one line on stderr naming the option or file, exit code 2, nothing run.
+    """An unknown held-out workload or a bad objective, ``--per-seed`` without ``--trades``, a
+    folder without a suite's cells: one line on stderr naming the option or file, exit code 2,
+    nothing run.
     Mutants caught: argparse's ``ap.error`` (a usage line before the error); the cells read
-    before the options are checked, or read without a check (a traceback)."""
+    before the options are checked, or read without a check (a traceback); the objective not
+    checked before the runs (a traceback)."""
     import subprocess
     import sys
     from pathlib import Path

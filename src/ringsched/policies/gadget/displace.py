@@ -3,8 +3,9 @@ that gains more utility than it costs the longer job (issue 15: short jobs behin
 
 A committed plan is GADGET's promise to its job, but under load it also keeps every later
 job off the GPUs it holds, however short: a preemptive shortest-remaining-first order runs
-the short job at once and delays the long one by little. One swap is tried per failed offer,
-at most ``displace`` per decision:
+the short job at once and delays the long one by little. One swap is tried per failed offer
+(with ``displace_late``, also per offer whose plan starts after this decision: the fairness
+objective), at most ``displace`` per decision:
 
 1. the victim: of the plans that hold GPUs within the lending lookahead and whose jobs are
    longer (remaining time alone) than the offered job and of no higher priority, the one that loses the least utility

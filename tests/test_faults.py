@@ -375,10 +375,9 @@ def test_an_implausible_checkpoint_report_is_not_journaled(tmp_path, overshoot, 
     assert journal.checkpoints("odd") == []
 
 
-def test_recovery_resumes_from_the_journal_and_its_clock_passes_every_journaled_time(tmp_path):
-    """A scheduler died at clock 9 s with an attempt open; its last decision was at 5 s and its
-    last journaled checkpoint at 9 s. The next one closes the attempt at or after 9 s and
-    resumes from that checkpoint, not from a sidecar's claim."""
+def died_with_an_attempt_open(tmp_path: Path) -> tuple[Path, Journal, int]:
+    """The state of a scheduler that died at clock 5 s while job ``odd`` ran its attempt
+    (started at 4 s): the state folder, its journal (open) and the attempt's id."""
     from ringsched.backends.jobs_file import jobs_digest, load_jobs
 
     state = tmp_path / "s"
@@ -390,6 +389,14 @@ def test_recovery_resumes_from_the_journal_and_its_clock_passes_every_journaled_
     j.update_job("odd", status="active")
     aid = j.start_attempt("odd", (0,), servers=1, max_per_server=1, local_bsz=64, model="odd", started_s=4.0,
                           start_samples=0.0, predicted_step_s=0.01)
+    return state, j, aid
+
+
+def test_recovery_resumes_from_the_journal_and_its_clock_passes_every_journaled_time(tmp_path):
+    """A scheduler died at clock 9 s with an attempt open; its last decision was at 5 s and its
+    last journaled checkpoint at 9 s. The next one closes the attempt at or after 9 s and
+    resumes from that checkpoint, not from a sidecar's claim."""
+    state, j, aid = died_with_an_attempt_open(tmp_path)
     pt = state / "ckpt" / "odd" / f"a{aid}-s1.pt"
     pt.parent.mkdir(parents=True)
     pt.write_bytes(b"a checkpoint")
@@ -404,6 +411,69 @@ def test_recovery_resumes_from_the_journal_and_its_clock_passes_every_journaled_
     resume = launcher.configs[0]["resume"]
     assert resume["samples"] == 99 and resume["path"].endswith("a1-s5.pt")  # adopted: open attempt, hash, bounds
     assert summary["completed"] == 1
+
+
+def test_a_job_that_ended_while_its_scheduler_was_dead_keeps_its_losses(tmp_path):
+    """The scheduler died just after it started a fast job, which ran to its end on its own and
+    wrote its final checkpoint with a sidecar. The next scheduler adopts that checkpoint,
+    completes the job and journals the losses the sidecar carries (the dead one heard none):
+    the curve and the first and last loss, as if it had heard them. Found by
+    tests/test_service_durable.py, where such a job ended with no loss at all.
+    Mutant caught: ``recovery.adopt_losses`` not called (the losses stay None)."""
+    state, j, aid = died_with_an_attempt_open(tmp_path)
+    pt = sidecar(state / "ckpt" / "odd", aid, 2, 128, True)
+    side = Path(str(pt) + ".json")
+    side.write_text(json.dumps(json.loads(side.read_text()) | {"losses": {"points": [[1, 2.0], [2, 1.0]],
+                                                                          "first": 2.2, "last": 0.9}}))
+    j.db.close()
+    FAULTS["scheduler killed (scripted)"] += 1
+    summary, launcher, journal = scripted_run(state, finishing(0), tmp_path)
+    assert summary["completed"] == 1 and launcher.configs == []  # completed by the adopted checkpoint
+    assert journal.losses("odd") == [(1, 2.0), (2, 1.0)]
+    row = journal.jobs()[0]
+    assert (row["loss_first"], row["loss_last"]) == (2.2, 0.9)
+
+
+@pytest.mark.parametrize("record, ok", [
+    ({"points": [[1, 2.0], [5, 1.5]], "first": 2.1, "last": 1.4}, True),
+    ({"points": [], "first": None, "last": None}, True),
+    ({"points": [[1, float("nan")]], "first": 2.0, "last": 1.0}, False),
+    ({"points": [[1, 2.0]], "first": "2", "last": 1.0}, False),
+    ({"points": [[-1, 2.0]], "first": 2.0, "last": 1.0}, False),
+    ({"points": [[1.5, 2.0]], "first": 2.0, "last": 1.0}, False),
+    ({"points": [[1, True]], "first": 2.0, "last": 1.0}, False),
+    ({"points": "[[1, 2.0]]"}, False),
+    ([[1, 2.0]], False),
+])
+def test_a_sidecars_loss_record_is_plain_finite_numbers_or_nothing(record, ok):
+    """What a sidecar says about losses is journaled only if every number is finite and every
+    step a non-negative integer; anything else is ignored (the checkpoint may still be adopted).
+    Mutant caught: the record taken as it is (a NaN or a string journaled)."""
+    got = ckpt_store.loss_record(json.loads(json.dumps(record)))
+    assert (got is not None) == ok
+    if ok:
+        assert got["points"] == [tuple(p) for p in record["points"]] and got["last"] == record["last"]
+
+
+def test_a_checkpoints_sidecar_carries_its_attempts_reported_losses(tmp_path):
+    """The worker's reports go into the record its checkpoints' sidecars carry (the first ten
+    and the last ten losses of the attempt, and one point per report), and ``adoptable`` reads
+    it back. Mutant caught: ``save`` writing the sidecar without the record."""
+    import threading
+
+    from ringsched.backends.worker import TrainContext
+
+    ctx = TrainContext({"job": "odd", "attempt": 3, "rank": 0, "world": 1, "local_bsz": 4, "work_samples": 400,
+                        "ckpt_dir": str(tmp_path)}, lambda ev: None, threading.Event())
+    for step, losses in ((12, [3.0] * 12), (20, [1.0] * 8)):
+        ctx.step, ctx._losses = step, list(losses)
+        ctx._report()
+    record = ctx._loss_record()
+    assert record == {"points": [[12, 3.0], [20, 1.0]], "first": 3.0, "last": 1.4}
+    ckpt_store.save(tmp_path, 3, {"format": ckpt_store.CKPT_FORMAT, "step": 20, "samples": 80, "done": False},
+                    record)
+    got = ckpt_store.adoptable(tmp_path, {3: 4}, 0.0, 400)
+    assert got["samples"] == 80 and got["losses"] == {"points": [(12, 3.0), (20, 1.0)], "first": 3.0, "last": 1.4}
 
 
 # ---------------------------------------------------------------------------- failure classes

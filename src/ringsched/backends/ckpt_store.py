@@ -21,7 +21,10 @@ one file per checkpoint (never two at one step), and its sidecar ``aA-sS.pt.json
   scheduler died (its workers checkpoint when their channel ends), and then only if it names
   an attempt the journal left open for that job, its file has the sidecar's checksum, and its
   samples lie between the journaled progress and the job's work plus one global batch.
-  ``done`` is believed only with samples at least the job's work.
+  ``done`` is believed only with samples at least the job's work. It also carries the loss
+  record of the attempt that wrote it (``losses``: the reported points, the mean of its first
+  and of its last ten losses), so that a job a dead scheduler never heard from keeps its loss
+  curve; a record that is not plain finite numbers is ignored.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,8 +89,9 @@ def sha256_file(path: str | Path) -> str | None:
         return None
 
 
-def save(folder: Path, attempt: int, blob: dict) -> dict:
-    """Write one checkpoint (worker side); returns what the journal records about it."""
+def save(folder: Path, attempt: int, blob: dict, losses: dict | None = None) -> dict:
+    """Write one checkpoint (worker side); returns what the journal records about it. The
+    sidecar also carries ``losses`` (``loss_record``), for a scheduler that did not hear them."""
     import torch
 
     buf = io.BytesIO()
@@ -97,7 +102,7 @@ def save(folder: Path, attempt: int, blob: dict) -> dict:
     info = {"path": str(path), "sha256": sha256_bytes(data), "bytes": len(data), "step": int(blob["step"]),
             "samples": int(blob["samples"]), "done": bool(blob["done"]), "attempt": attempt}
     try:
-        write_atomic(Path(str(path) + ".json"), json.dumps(info).encode())
+        write_atomic(Path(str(path) + ".json"), json.dumps(info | ({"losses": losses} if losses else {})).encode())
     except OSError:
         pass  # the sidecar only helps a restarted scheduler adopt this checkpoint
     return info
@@ -194,5 +199,24 @@ def adoptable(folder: Path, open_attempts: dict[int, int], floor_samples: float,
             continue
         if best is None or samples > best["samples"]:
             best = {"path": path, "sha256": sha, "bytes": int(info.get("bytes", 0)), "step": step,
-                    "samples": samples, "done": done, "attempt": aid}
+                    "samples": samples, "done": done, "attempt": aid, "losses": loss_record(info.get("losses"))}
     return best
+
+
+def loss_record(x) -> dict | None:
+    """A sidecar's loss record as ``{"points": [(step, loss)], "first": f, "last": l}`` (the
+    means of the attempt's first and last ten losses, or None), or None unless every number
+    in it is finite (and every step a non-negative integer)."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not isinstance(x, dict) or not isinstance(x.get("points"), list):
+        return None
+    points = x["points"]
+    if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], int) and p[0] >= 0 and number(p[1])
+               for p in points):
+        return None
+    ends = [x.get(k) for k in ("first", "last")]
+    if not all(v is None or number(v) for v in ends):
+        return None
+    return {"points": [(int(a), float(b)) for a, b in points], "first": ends[0], "last": ends[1]}

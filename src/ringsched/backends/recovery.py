@@ -117,4 +117,23 @@ def resume_point(ctl: "Controller", jid: str, stale: list[dict], t: float) -> fl
                                got["path"], t, sha256=got["sha256"], size_bytes=got["bytes"])
     ctl.journal.event(t, jid, "adopt", f"checkpoint of attempt {got['attempt']} at {got['samples']} samples, "
                                        "written after the previous scheduler died")
+    adopt_losses(ctl, jid, got["losses"])
     return None if got["done"] else float(got["samples"])
+
+
+def adopt_losses(ctl: "Controller", jid: str, record: dict | None) -> None:
+    """Journal the losses an adopted checkpoint's sidecar carries past the journal's last one:
+    a job that ran to its end while its scheduler was dead (a fast one started just before a
+    kill -9) had no loss journaled at all, and kept none."""
+    if record is None:
+        return
+    last = max((s for s, _ in ctl.losses[jid]), default=-1)
+    new = [p for p in record["points"] if p[0] > last]
+    if not new:
+        return
+    ctl.losses[jid].extend(new)
+    ctl.journal.add_losses(jid, new)
+    if ctl.loss_first[jid] is None:
+        ctl.loss_first[jid] = record["first"]
+    ctl.loss_last[jid] = record["last"]
+    ctl.journal.update_job(jid, loss_first=ctl.loss_first[jid], loss_last=ctl.loss_last[jid])

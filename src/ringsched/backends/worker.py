@@ -40,6 +40,7 @@ actor runs the same ``run_worker`` with its own event list and stop flag.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import ipaddress
 import os
@@ -121,6 +122,10 @@ class TrainContext:
         self._loss: float | None = None
         self._times: list[float] = []
         self._losses: list[float] = []
+        # this attempt's reported losses, for the checkpoint's sidecar (ckpt_store.loss_record)
+        self._points: list[list] = []
+        self._first: list[float] = []
+        self._last: collections.deque = collections.deque(maxlen=10)
         self._ended: str | None = None
         self._perm_epoch = -1
         self._perm = None
@@ -151,7 +156,7 @@ class TrainContext:
                 "done": done, "world": self.world_size, "model": self._model.state_dict(),
                 "optim": self._opt.state_dict() if self._opt is not None else None, "state": self.state}
         try:
-            info = ckpt_store.save(Path(self._ckpt_dir), self.attempt, blob)
+            info = ckpt_store.save(Path(self._ckpt_dir), self.attempt, blob, self._loss_record())
         except OSError as e:
             self._emit({"ev": "ckpt-failed", "step": self.step, "errno": e.errno, "path": str(self._ckpt_dir),
                         "error": f"{type(e).__name__}: {e}"[:300]})
@@ -257,7 +262,18 @@ class TrainContext:
         if self._times or self._losses:
             self._emit({"ev": "progress", "step": self.step, "samples": self.samples_done,
                         "times": [round(t, 6) for t in self._times], "losses": [round(x, 6) for x in self._losses]})
+        if self._losses:
+            self._points.append([self.step, round(sum(self._losses) / len(self._losses), 6)])
+            self._first.extend(self._losses[:10 - len(self._first)])
+            self._last.extend(self._losses)
         self._times, self._losses = [], []
+
+    def _loss_record(self) -> dict | None:
+        """The losses this attempt reported so far (``ckpt_store.loss_record``), or None."""
+        if not self._points:
+            return None
+        return {"points": self._points, "first": round(sum(self._first) / len(self._first), 6),
+                "last": round(sum(self._last) / len(self._last), 6)}
 
     def _indices(self, n: int):
         import torch

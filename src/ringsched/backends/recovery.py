@@ -135,5 +135,6 @@ def adopt_losses(ctl: "Controller", jid: str, record: dict | None) -> None:
     ctl.journal.add_losses(jid, new)
     if ctl.loss_first[jid] is None:
         ctl.loss_first[jid] = record["first"]
-    ctl.loss_last[jid] = record["last"]
+    if record["last"] is not None:
+        ctl.loss_last[jid] = record["last"]
     ctl.journal.update_job(jid, loss_first=ctl.loss_first[jid], loss_last=ctl.loss_last[jid])

@@ -419,12 +419,20 @@ class Controller:
         self.states[job_id].ckpt_samples = samples
 
     def losses_reported(self, job_id: str, step: int, losses: list[float]) -> None:
+        self.record_losses(job_id, [(step, float(np.mean(losses)))], float(np.mean(losses[:10])),
+                           float(np.mean(losses[-10:])))
+
+    def record_losses(self, job_id: str, points: list[tuple[int, float]], first: float | None,
+                      last: float | None) -> None:
+        """Keep and journal a job's loss points; ``first`` becomes its first loss if it has
+        none, ``last`` (when known) its last one. Reports and adopted checkpoints
+        (``recovery.adopt_losses``) both end here."""
         if self.loss_first[job_id] is None:
-            self.loss_first[job_id] = float(np.mean(losses[:10]))
-        self.loss_last[job_id] = float(np.mean(losses[-10:]))
-        point = (step, float(np.mean(losses)))
-        self.losses[job_id].append(point)
-        self.journal.add_losses(job_id, [point])
+            self.loss_first[job_id] = first
+        if last is not None:
+            self.loss_last[job_id] = last
+        self.losses[job_id].extend(points)
+        self.journal.add_losses(job_id, points)
         self.journal.update_job(job_id, loss_first=self.loss_first[job_id], loss_last=self.loss_last[job_id])
 
     def attempt_ended(self, att: Attempt, end: faults.Ending, t: float) -> None:

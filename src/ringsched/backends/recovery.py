@@ -129,12 +129,5 @@ def adopt_losses(ctl: "Controller", jid: str, record: dict | None) -> None:
         return
     last = max((s for s, _ in ctl.losses[jid]), default=-1)
     new = [p for p in record["points"] if p[0] > last]
-    if not new:
-        return
-    ctl.losses[jid].extend(new)
-    ctl.journal.add_losses(jid, new)
-    if ctl.loss_first[jid] is None:
-        ctl.loss_first[jid] = record["first"]
-    if record["last"] is not None:
-        ctl.loss_last[jid] = record["last"]
-    ctl.journal.update_job(jid, loss_first=ctl.loss_first[jid], loss_last=ctl.loss_last[jid])
+    if new:
+        ctl.record_losses(jid, new, record["first"], record["last"])

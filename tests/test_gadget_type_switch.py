@@ -91,11 +91,12 @@ def _nodes(c):
 
 
 def _jobs(sp):
-    """A 4-GPU job that holds the H200 server for 3 hours, and one arriving with it that needs
-    1 hour there (10 on the T4 server): waiting for the H200 or staying on the T4 both finish
-    later than starting on the T4 and moving when the H200 frees up."""
+    """A 4-GPU job of a higher priority (so offered first, though longer) that holds the H200
+    server for 3 hours, and one arriving with it that needs 1 hour there (10 on the T4 server):
+    waiting for the H200 or staying on the T4 both finish later than starting on the T4 and
+    moving when the H200 frees up."""
     rate = sp.throughput_sps("resnet50", 64, (4, 1, 4, 1), gpu="h200")
-    big = Job("big", 0.0, "resnet50", 64, rate * 3 * 3600, 4, 4, SigmoidUtility(10, 4 * 3600, 0.001))
+    big = Job("big", 0.0, "resnet50", 64, rate * 3 * 3600, 4, 4, SigmoidUtility(10, 4 * 3600, 0.001), priority=1)
     small = Job("small", 0.0, "resnet50", 64, rate * 3600, 4, 4, SigmoidUtility(1, 6 * 3600, 0.001))
     return big, small
 

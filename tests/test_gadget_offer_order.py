@@ -6,19 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 
 from ringsched.cluster.model import parse_spec
 from ringsched.policies import JobState
 from ringsched.policies.gadget.policy import Gadget
-from ringsched.utility.functions import SigmoidUtility
 from test_gadget import nodes
-from test_gadget_on_time import rigid
-
-
-def flat(value=10.0, target_s=500_000.0):
-    return SigmoidUtility(value=value, target_jct_s=target_s, steepness_per_s=float(np.log(49.0)) / target_s)
+from test_gadget_on_time import rigid, sigmoid
 
 
 @pytest.mark.parametrize("long_priority, first", [(0, "short"), (1, "long")])
@@ -28,8 +22,8 @@ def test_a_shorter_job_offered_in_the_same_decision_is_planned_first_within_its_
     priority (a strict class). Mutants caught: offers by arrival (``queue_key``); the time
     alone ahead of the priority."""
     c = parse_spec("1x8")
-    long = dataclasses.replace(rigid("long", 0, 8, 20_000.0, c, flat()), priority=long_priority)
-    short = rigid("short", 0, 8, 2_000.0, c, flat())
+    long = dataclasses.replace(rigid("long", 0, 8, 20_000.0, c, sigmoid(10.0, 500_000.0)), priority=long_priority)
+    short = rigid("short", 0, 8, 2_000.0, c, sigmoid(10.0, 500_000.0))
     g = Gadget(late_share=0.0, displace=0)
     out = g.optimize([JobState(long, 0, 20_000.0), JobState(short, 1, 2_000.0)], nodes(c), {})
     later = "long" if first == "short" else "short"

@@ -35,7 +35,7 @@ import math
 from ringsched.errors import InputError
 from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
-from ringsched.policies.common import queue_key
+from ringsched.policies.common import priority_first, queue_key
 from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.estimate_error import EstimateError
@@ -307,13 +307,14 @@ class Gadget(Policy):
 
     def _offer_key(self, nodes: Nodes):
         """The order of one decision's offers: priority (a strict class), then the remaining time
-        alone (``alone_s``, from the work the job is shown), shortest first, then ``queue_key``.
+        alone (``alone_s``, from the work the job is shown), shortest first, then arrival
+        (``common.priority_first``, as srtf orders its queue).
         Plans are committed in offer order, so the first offer gets the earliest, cheapest slots:
         by arrival, a job of two days that came a minute earlier was planned ahead of a job of
         an hour, where a preemptive shortest-remaining-first order runs the short one first and
         delays the long one by little (docs/suite-history.md, twenty-fifth round)."""
         def key(js: JobState):
-            return (-js.job.priority, self.alone_s(js, nodes), *queue_key(js)[1:])
+            return priority_first(js, (self.alone_s(js, nodes), js.job.arrival_s, js.index))
         return key
 
     def _too_late(self, js: JobState, plan: Plan, nodes: Nodes) -> bool:

@@ -183,9 +183,9 @@ def test_a_trace_jobs_utility_knee_is_its_run_on_the_fastest_type_that_hosts_it(
     sp = SpeedModel(c)
     fast = a.work_samples / sp.throughput_sps("resnet50", 64, (8, 1, 8, 1), gpu="h200")
     assert a.utility.value == pytest.approx(8 * 36_000.0 / 3600.0)  # GPU-hours at the trace's duration
-    assert a.utility.target_jct_s == pytest.approx(max(3.0 * fast, MIN_TARGET_S)) and fast < 36_000.0 / 3
+    assert a.utility.knee_s == pytest.approx(max(3.0 * fast, MIN_TARGET_S)) and fast < 36_000.0 / 3
     # 16 GPUs: only the T4 servers hold it, packed four to a server as they are
     t4 = b.work_samples / sp.throughput_sps("resnet50", 64, (16, 4, 4, 1), gpu="t4")
-    assert b.utility.target_jct_s == pytest.approx(3.0 * t4)
+    assert b.utility.knee_s == pytest.approx(3.0 * t4)
     (h,) = to_jobs(frame.iloc[:1], parse_spec("2x8"))
-    assert h.utility.target_jct_s == pytest.approx(3.0 * 36_000.0)
+    assert h.utility.knee_s == pytest.approx(3.0 * 36_000.0)

@@ -90,7 +90,7 @@ def test_jct_decides_with_one_value_per_job_in_the_utilitys_shape():
     for j0, j in zip(jobs, seen):
         assert (j.utility.target_jct_s, j.utility.steepness_per_s) == (j0.utility.target_jct_s,
                                                                       j0.utility.steepness_per_s)
-        assert float(j.utility(j0.utility.target_jct_s)) == pytest.approx(mean / 2)
+        assert float(j.utility(j0.utility.knee_s)) == pytest.approx(mean / 2)
     assert [j.utility for j in parse_objective("jct,weigh=value").prepare_jobs(jobs, c, sp)] == \
         [j.utility for j in jobs]
 
@@ -132,7 +132,7 @@ def test_deadline_utilities_and_met_share():
     for j0, j in zip(jobs, new):
         assert isinstance(j.utility, DeadlineUtility)
         d = max(2 * isolated_run_s(j0, c, SpeedModel(c)), 1000.0)
-        assert j.utility.deadline_s == pytest.approx(d) and j.utility.value == pytest.approx(j0.utility.value)
+        assert j.utility.due_s == pytest.approx(d) and j.utility.value == pytest.approx(j0.utility.value)
         assert float(j.utility(d)) == j.utility.value and float(j.utility(d + 1)) == 0.0
     # weigh=count (the default): the policies see one value for every job, the workload's mean
     mean = float(np.mean([j.utility.value for j in jobs]))

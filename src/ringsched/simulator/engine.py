@@ -106,9 +106,11 @@ class Simulator:
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival_s, jobs[i].job_id))
         true_jobs = [jobs[i] for i in order]
         # The world's truth, kept here and never on anything a policy is shown: the work each
-        # job really needs and its isolated time. Policies see Jobs carrying the estimate.
+        # job really needs, its isolated time and its utility (the run is judged by it).
+        # Policies see Jobs carrying the estimate.
         self._work = [j.work_samples for j in true_jobs]
         self._isolated = [self._isolated_s(j) for j in true_jobs]
+        self._utility = [j.utility for j in true_jobs]
         shown = self.cfg.estimates.apply(true_jobs, self.cfg.seed)
         self.first_estimate = [j.work_samples for j in shown]
         self.states = [JobState(j, n, self._isolated_s(j)) for n, j in enumerate(shown)]

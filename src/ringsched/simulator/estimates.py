@@ -11,9 +11,12 @@ world may show policies an estimate of each job's work instead of the truth:
   or who under-ask, FACTOR < 1).
 
 The simulator keeps the true work to itself (``engine.Simulator``): the ``Job`` a policy sees
-carries the estimate. A job whose progress reaches its estimate before it is done is
-re-estimated by ``reestimate`` (doubling, as users resubmit with doubled limits) and the policy
-is told through ``Policy.on_reestimate``.
+carries the estimate, and its utility as the estimate describes it. A utility's knee (or
+deadline) is a multiple of the job's run alone, so the true one would tell the true work: it is
+stretched by the same factor as the work (``Utility.stretched``; the floor every job gets is
+kept), and the run is judged with the true utility. A job whose progress reaches its estimate
+before it is done is re-estimated by ``reestimate`` (doubling, as users resubmit with doubled
+limits) and the policy is told through ``Policy.on_reestimate``.
 """
 
 from __future__ import annotations
@@ -67,12 +70,18 @@ class Estimates:
         if self.kind == "exact":
             return list(jobs)
         mult = self.multipliers(len(jobs), seed)
-        return [dataclasses.replace(j, work_samples=float(j.work_samples * m)) for j, m in zip(jobs, mult)]
+        return [_as_estimated(j, float(m)) for j, m in zip(jobs, mult)]
+
+
+def _as_estimated(job: Job, factor: float) -> Job:
+    """``job`` with its work, and its utility's duration part, ``factor`` times the truth."""
+    return dataclasses.replace(job, work_samples=float(job.work_samples * factor), utility=job.utility.stretched(factor))
 
 
 def reestimate(job: Job) -> Job:
-    """The job re-estimated when its progress reached its estimate: the estimate doubled."""
-    return dataclasses.replace(job, work_samples=job.work_samples * REESTIMATE_FACTOR)
+    """The job re-estimated when its progress reached its estimate: the estimate (and the knee
+    it implies) doubled."""
+    return _as_estimated(job, REESTIMATE_FACTOR)
 
 
 def estimates_from_text(text: str | None) -> Estimates:

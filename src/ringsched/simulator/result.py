@@ -40,7 +40,7 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
         i = js.index
         done = js.status == "completed"
         jct = js.finish_s - j.arrival_s if done else np.nan
-        iso = sim._isolated[i]  # noqa: SLF001 - the world's truth, never shown to the policy
+        iso, u = sim._isolated[i], sim._utility[i]  # noqa: SLF001 - the world's truth, never shown to the policy
         rows.append((
             j.job_id, j.tenant, j.model, j.arrival_s, j.requested_gpus, j.min_workers, j.max_workers,
             j.local_bsz, sim._work[i], sim.first_estimate[i], sim.reestimates[i],  # noqa: SLF001
@@ -49,7 +49,7 @@ def build_result(sim, end_s: float, wall_s: float) -> SimResult:
             js.finish_s if done else np.nan, jct,
             (js.first_start_s - j.arrival_s) if js.first_start_s is not None else np.nan,
             js.attained_gpu_s, iso, jct / iso if done else np.nan,
-            float(j.utility(jct)) if done else 0.0, float(j.utility.max_value),
+            float(u(jct)) if done else 0.0, float(u.max_value),
             js.preemptions, js.restarts, js.failures, js.lost_samples, js.stopped_early,
         ))
     cols = ["job_id", "tenant", "model", "arrival_s", "requested_gpus", "min_workers", "max_workers",

@@ -22,14 +22,17 @@ def jct_utility(run_s: float, gpus: int, *, slack: float = DEFAULT_SLACK, knee_r
     job's run alone at its size on the cluster's fastest GPU type, places the knee: on a
     two-type cluster a knee at the slow type's time kept jobs at full value up to 60x past
     what they take on the fast one (convert.py)."""
-    target = max(slack * (run_s if knee_run_s is None else knee_run_s), MIN_TARGET_S)
-    return knee_utility(gpus * run_s / 3600.0, target)
+    target = slack * (run_s if knee_run_s is None else knee_run_s)
+    return knee_utility(gpus * run_s / 3600.0, target, MIN_TARGET_S)
 
 
-def knee_utility(value: float, target_jct_s: float) -> SigmoidUtility:
-    """``value`` kept until about ``target_jct_s``, then lost: the sigmoid falls from 98% to 2%
-    of it between JCT = 0 and 2 x target (the shape of every default utility)."""
-    return SigmoidUtility(value=value, target_jct_s=target_jct_s, steepness_per_s=float(np.log(49.0)) / target_jct_s)
+def knee_utility(value: float, target_jct_s: float, floor_s: float = 0.0) -> SigmoidUtility:
+    """``value`` kept until about max(``target_jct_s``, ``floor_s``), then lost: the sigmoid
+    falls from 98% to 2% of it between JCT = 0 and twice that (every default utility's shape).
+    ``target_jct_s`` is a multiple of the job's run alone (``from_run``: an estimate stretches it)."""
+    knee = max(target_jct_s, floor_s)
+    return SigmoidUtility(value=value, target_jct_s=target_jct_s, steepness_per_s=float(np.log(49.0)) / knee,
+                          floor_s=floor_s, from_run=True)
 
 
 def slowdown_utility(value: float, isolated_s: float, knee: float) -> SigmoidUtility:

@@ -20,16 +20,27 @@ def _check(name: str, v: float, *, positive: bool = False) -> None:
 
 @dataclass(frozen=True)
 class SigmoidUtility:
-    """value / (1 + exp(steepness_per_s * (JCT - target_jct_s))): the brief's JCT utility."""
+    """value / (1 + exp(steepness_per_s * (JCT - knee_s))): the brief's JCT utility, its knee
+    ``knee_s`` = max(target_jct_s, floor_s). With ``from_run`` the knee was derived from the
+    job's duration (``target_jct_s`` a multiple of its run alone; ``floor_s`` a wait every job
+    may have for free), so ``stretched`` scales the one and keeps the other; a utility given as
+    numbers is its owner's and stays as it is."""
 
     value: float
     target_jct_s: float
     steepness_per_s: float
+    floor_s: float = 0.0
+    from_run: bool = False
 
     def __post_init__(self) -> None:
         _check("value", self.value)
         _check("target_jct_s", self.target_jct_s)
         _check("steepness_per_s", self.steepness_per_s)
+        _check("floor_s", self.floor_s)
+
+    @functools.cached_property
+    def knee_s(self) -> float:
+        return max(self.target_jct_s, self.floor_s)
 
     @functools.cached_property
     def max_value(self) -> float:  # cached: the online algorithm asks for it at every offer
@@ -39,17 +50,26 @@ class SigmoidUtility:
         """The same shape, worth ``factor`` times as much."""
         return replace(self, value=self.value * factor)
 
+    def stretched(self, factor: float) -> "SigmoidUtility":
+        """The utility of the same job were its duration ``factor`` times as long: the knee's
+        duration part scaled, the floor kept, the fall as steep relative to the knee (itself
+        when not ``from_run``)."""
+        if not self.from_run:
+            return self
+        out = replace(self, target_jct_s=self.target_jct_s * factor)
+        return replace(out, steepness_per_s=self.steepness_per_s * self.knee_s / out.knee_s) if out.knee_s > 0 else out
+
     def jct_at_value(self, v: float) -> float:
         """The JCT at which the utility has fallen to ``v`` (0 < v < value; inf if it never does)."""
         if self.steepness_per_s <= 0 or v <= 0:
             return float("inf")
         if v >= self.value:
             return 0.0
-        return max(0.0, self.target_jct_s + float(np.log(self.value / v - 1.0)) / self.steepness_per_s)
+        return max(0.0, self.knee_s + float(np.log(self.value / v - 1.0)) / self.steepness_per_s)
 
     def __call__(self, jct_s):
         # (np.minimum/np.maximum: np.clip's result, at half its call overhead; this runs at every plan search)
-        x = np.minimum(np.maximum(self.steepness_per_s * (np.asarray(jct_s, dtype=float) - self.target_jct_s), -700.0),
+        x = np.minimum(np.maximum(self.steepness_per_s * (np.asarray(jct_s, dtype=float) - self.knee_s), -700.0),
                        700.0)
         return self.value / (1.0 + np.exp(x))
 
@@ -76,6 +96,10 @@ class LinearUtility:
         """Worth ``factor`` times as much, reaching 0 at the same JCT."""
         return replace(self, value=self.value * factor, slope_per_s=self.slope_per_s * factor)
 
+    def stretched(self, factor: float) -> "LinearUtility":
+        """Itself: a linear utility is given as numbers (its owner's), not derived from a run."""
+        return self
+
 
 @dataclass(frozen=True)
 class DeadlineUtility:
@@ -90,25 +114,40 @@ class DeadlineUtility:
     value: float
     deadline_s: float
     decay_per_s: float = 0.0
+    floor_s: float = 0.0  # the deadline is never earlier (kept by ``stretched``, as the sigmoid's)
+    from_run: bool = False  # ``deadline_s`` derived from the job's duration (``stretched`` scales it)
 
     def __post_init__(self) -> None:
         _check("value", self.value)
         _check("deadline_s", self.deadline_s)
         _check("decay_per_s", self.decay_per_s)
+        _check("floor_s", self.floor_s)
 
     @property
     def max_value(self) -> float:
         return self.value
 
+    @functools.cached_property
+    def due_s(self) -> float:
+        """The deadline in force: max(deadline_s, floor_s)."""
+        return max(self.deadline_s, self.floor_s)
+
     def scaled(self, factor: float) -> "DeadlineUtility":
         """The same deadline, worth ``factor`` times as much."""
         return replace(self, value=self.value * factor)
 
+    def stretched(self, factor: float) -> "DeadlineUtility":
+        """The deadline of the same job were its duration ``factor`` times as long (itself when
+        not ``from_run``: a deadline given as numbers is its owner's)."""
+        if not self.from_run:
+            return self
+        return replace(self, deadline_s=self.deadline_s * factor, decay_per_s=self.decay_per_s / factor)
+
     def __call__(self, jct_s):
         t = np.asarray(jct_s, dtype=float)
-        late = np.maximum(t - self.deadline_s, 0.0)
+        late = np.maximum(t - self.due_s, 0.0)
         after = self.value * np.exp(-self.decay_per_s * late) if self.decay_per_s > 0 else 0.0
-        return np.where(t <= self.deadline_s + self.ON_TIME_S, self.value, after)
+        return np.where(t <= self.due_s + self.ON_TIME_S, self.value, after)
 
 
 Utility = SigmoidUtility | LinearUtility | DeadlineUtility

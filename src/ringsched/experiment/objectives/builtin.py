@@ -133,10 +133,11 @@ class Deadline(Objective):
         values = job_values(jobs)
         out = []
         for j, value, seen in zip(jobs, values, weighed(values, self.p.weigh)):
-            d = max(self.p.slack * isolated_run_s(j, cluster, speed), self.p.floor_s)
-            self.deadlines[j.job_id] = d
-            self.judged[j.job_id] = DeadlineUtility(value, d, self.p.decay_per_s)
-            out.append(dataclasses.replace(j, utility=DeadlineUtility(seen, d, self.p.decay_per_s)))
+            judged = DeadlineUtility(value, self.p.slack * isolated_run_s(j, cluster, speed), self.p.decay_per_s,
+                                     self.p.floor_s, from_run=True)
+            self.deadlines[j.job_id] = judged.due_s
+            self.judged[j.job_id] = judged
+            out.append(dataclasses.replace(j, utility=dataclasses.replace(judged, value=seen)))
         return out
 
     def policy_options(self, policy_cls, cluster, config):

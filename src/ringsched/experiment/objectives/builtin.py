@@ -127,15 +127,18 @@ class Deadline(Objective):
     Params = DeadlineParams
     metrics = (("deadline_met", "max"),)
 
+    @property
+    def deadlines(self) -> dict[str, float]:
+        """Each job's deadline in force (its judged utility's ``due_s``)."""
+        return {jid: u.due_s for jid, u in self.judged.items()}
+
     def prepare_jobs(self, jobs, cluster, speed):
-        self.deadlines: dict[str, float] = {}
         self.judged: dict[str, DeadlineUtility] = {}
         values = job_values(jobs)
         out = []
         for j, value, seen in zip(jobs, values, weighed(values, self.p.weigh)):
             judged = DeadlineUtility(value, self.p.slack * isolated_run_s(j, cluster, speed), self.p.decay_per_s,
                                      self.p.floor_s, from_run=True)
-            self.deadlines[j.job_id] = judged.due_s
             self.judged[j.job_id] = judged
             out.append(dataclasses.replace(j, utility=dataclasses.replace(judged, value=seen)))
         return out

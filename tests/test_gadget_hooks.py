@@ -23,8 +23,9 @@ def job(i, arrival, gpus, seconds, cluster):
 
 
 class Watched(Gadget):
-    """GADGET that records, at the first decision after each re-estimate, the job's plan and
-    the time its new remaining work needs at its fastest."""
+    """GADGET that records, at the first decision after each re-estimate, the start of the
+    decision's slot (plans count whole slots), the job's plan and the time its new remaining work
+    needs at its fastest."""
 
     name = "gadget-watched-test"
 
@@ -42,9 +43,47 @@ class Watched(Gadget):
         for jid in self.told:
             js = next(j for j in jobs if j.job_id == jid)
             fastest = max(nodes.throughput_sps(js, w) for w in range(1, js.job.max_workers + 1))
-            self.after.append((nodes.now_s, self.plans.get(jid), js.remaining_at(nodes.now_s) / fastest))
+            self.after.append((slot_of(nodes) * nodes.slot_s, self.plans.get(jid),
+                               js.remaining_at(nodes.now_s) / fastest))
         self.told.clear()
         return out
+
+
+class LateWatched(Watched):
+    """Also records (decision slot, plan) at the first decision that plans each job."""
+
+    name = "gadget-late-watched-test"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.first: dict[str, tuple] = {}
+        self.slots: list[int] = []
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        if self.told:
+            self.slots.append(slot_of(nodes))
+        out = super().optimize(jobs, nodes, previous_allocations)
+        for jid, plan in self.plans.items():
+            self.first.setdefault(jid, (slot_of(nodes), plan))
+        return out
+
+
+def test_a_reestimated_job_is_planned_to_start_at_once_not_late():
+    """A late start bets on the estimate; a doubled one is a guess (up to twice the work left,
+    its knee shown as late), so the re-plan of a re-estimated job starts at its best start.
+    Mutant caught: the search's ``late`` ignored (the re-plan starts late like the first plan)."""
+    c = parse_spec("1x8")
+    rate = SpeedModel(c).throughput_sps("resnet50", 64, consolidated_shape(8, 8))
+    flat = SigmoidUtility(1, 20 * 3600, 0.001)  # worth the same for hours: a later start pays as much
+    j = Job("j0", 0.0, "resnet50", 64, 3000.0 * rate, 8, 8, flat)
+    pol = LateWatched()
+    r = Simulator([j], c, pol, SimConfig(estimates="user:0.3")).run()
+    assert r.jobs.status.iloc[0] == "completed" and r.jobs.reestimates.iloc[0] == 2
+    slot0, first = pol.first["j0"]
+    assert first.first_slot > slot0  # the control: the first plan, on the estimate, starts late
+    assert len(pol.after) == len(pol.slots) == 2
+    for slot, (_, plan, _) in zip(pol.slots, pol.after):
+        assert plan is not None and plan.first_slot == slot, (slot, plan)
 
 
 @pytest.mark.parametrize("events", [True, False])
@@ -55,9 +94,9 @@ def test_a_reestimated_job_is_planned_again_for_its_new_work(events):
     r = Simulator(jobs, c, pol, SimConfig(estimates="user:0.3", decide_at_events=events)).run()
     assert (r.jobs.status == "completed").all()
     assert len(pol.after) >= 2 and all(r.jobs.reestimates >= 1)
-    for now, plan, need_s in pol.after:
+    for slot_start_s, plan, need_s in pol.after:
         # a plan made for the doubled estimate: it cannot finish before the new work is done
-        assert plan is not None and plan.finish_s >= now + need_s - 1e-6, (now, plan, need_s)
+        assert plan is not None and plan.finish_s >= slot_start_s + need_s - 1e-6, (slot_start_s, plan, need_s)
 
 
 def test_gpu_time_splits_into_planned_and_lent_and_adds_up_to_what_ran():

@@ -71,6 +71,10 @@ class Gadget(Policy):
         self._speed_version = 0
         self.bound_skips = 0
         self.reestimated: set[str] = set()  # told by the world: their estimates doubled, re-plan them
+        # jobs whose estimate the world has doubled: their plans start at their best start, not late
+        # (a doubled estimate is a guess that may be up to twice the work left, and the knee shown
+        # with it as late: a late start by it can pass the true one; docs/theory.md, late starts)
+        self.outlived: set[str] = set()
         self.usage = GpuTimeSplit()
         self.overdue: set[str] = set()  # jobs past the rho guard at this decision (objective_terms.overdue)
         self.guarded: set[str] = set()  # jobs planned as overdue: their plans are not moved for another's
@@ -221,11 +225,13 @@ class Gadget(Policy):
         """A job left: a completed one tells the estimates' error (``estimate_error.py``)."""
         self.errors.finished(job_id)
         self.guarded.discard(job_id)
+        self.outlived.discard(job_id)
 
     def on_reestimate(self, job_id: str) -> None:
         """The job's estimate doubled: its plan (made for the old work) is released at the next
         decision and the job is offered again for what is left, as a job behind its plan."""
         self.reestimated.add(job_id)
+        self.outlived.add(job_id)
 
     def _release_reestimated(self, active: dict, slot: int) -> set[str]:
         """Release the plans of re-estimated jobs (in commit order, as ``release_gone``); those
@@ -399,7 +405,8 @@ class Gadget(Policy):
                 return None
             win, bounds = found
         return self.search(js.job, remaining, nodes, slot, horizon_end_s=end_s, win=win, current=current,
-                           ran_before=js.first_start_s is not None, w_bounds=bounds, earliest=js.job_id in self.overdue)
+                           ran_before=js.first_start_s is not None, w_bounds=bounds, earliest=js.job_id in self.overdue,
+                           late=js.job_id not in self.outlived)
 
     def earliest_finish_s(self, js: JobState, nodes: Nodes, slot: int, current: tuple = ()) -> tuple[float, float]:
         """(When ``js`` could finish at the earliest as the ledger stands, without its own plan:

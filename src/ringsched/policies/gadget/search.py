@@ -158,7 +158,7 @@ class PlanSearch:
     # ------------------------------------------------------------ the search
     def search(self, job: Job, remaining: float, nodes, slot: int, *, horizon_end_s: float,
                current: tuple = (), ran_before: bool = False, win: PriceWindow | None = None,
-               w_bounds: dict | None = None, earliest: bool = False) -> Plan | None:
+               w_bounds: dict | None = None, earliest: bool = False, late: bool = True) -> Plan | None:
         """The best plan for ``remaining`` samples of ``job`` starting at absolute ``slot``.
 
         For every worker count of the job's menu, every plan that runs without gaps from some
@@ -169,7 +169,8 @@ class PlanSearch:
         for a plan that pays: counts whose bound is negative, or below the best plan found so
         far, are skipped, and None may come back where every plan has a payoff of at most 0.
         ``earliest``: the plan that finishes first whatever its payoff, started at once (an
-        overdue job under fairness, ``objective_terms.overdue``)."""
+        overdue job under fairness, ``objective_terms.overdue``). ``late``: the plan may start late
+        (``late_share``); off for a job whose estimate the world has doubled (``Gadget.outlived``)."""
         c = nodes.cluster
         if win is None:
             win = self.window(nodes, slot, horizon_end_s)
@@ -214,7 +215,7 @@ class PlanSearch:
                                        gp, found[0])
         if best is None:
             return None
-        return self._plan_of(best, job, slot, current, c.num_servers, late=not earliest)
+        return self._plan_of(best, job, slot, current, c.num_servers, late=late and not earliest)
 
     def _embedding(self, w: int, job: Job, nodes, win: PriceWindow, gp, current: tuple, ran_before: bool,
                    view: TypeView | None = None):

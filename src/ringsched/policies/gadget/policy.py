@@ -73,7 +73,7 @@ class Gadget(Policy):
         self.reestimated: set[str] = set()  # told by the world: their estimates doubled, re-plan them
         # jobs whose estimate the world has doubled: their plans start at their best start, not late
         # (a doubled estimate is a guess that may be up to twice the work left, and the knee shown
-        # with it as late: a late start by it can pass the true one; docs/theory.md, late starts)
+        # with it as late: a late start by it can pass the true one; docs/theory.md section 10)
         self.outlived: set[str] = set()
         self.usage = GpuTimeSplit()
         self.overdue: set[str] = set()  # jobs past the rho guard at this decision (objective_terms.overdue)

@@ -214,15 +214,31 @@ def test_ctrl_c_and_sigterm_keep_the_finished_cells(tmp_path, sig):
         f"{cells.workload.iloc[0]} seed 0 exact {cells.policy.iloc[0]}")
 
 
-def _against_each_module():
+def _benchmark_module(name: str = "suite_against_each"):
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "suite_against_each.py"
-    spec = importlib.util.spec_from_file_location("suite_against_each", path)
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def test_a_join_replaces_exactly_the_new_runs_policy_and_estimate_pairs():
+    """``benchmarks/suite_join.py``: NEW's (policy, estimates) cells replace OLD's, everything
+    else of OLD stays. Mutant caught: replacing by policy alone (OLD's lognormal gadget cells
+    dropped although NEW ran gadget exact only)."""
+    mod = _benchmark_module("suite_join")
+    cols = ["workload", "seed", "estimates", "policy", "total_utility"]
+    old = pd.DataFrame([("w", s, e, p, 1.0) for s in (0, 1) for e in ("exact", "lognormal:1") for p in ("gadget", "srtf")],
+                       columns=cols)
+    new = pd.DataFrame([("w", s, "exact", "gadget", 2.0) for s in (0, 1)], columns=cols).assign(extra=0)
+    j = mod.join_cells(new, old)
+    assert list(j.columns) == cols and len(j) == len(old)
+    got = j.groupby(["estimates", "policy"]).total_utility.agg(["sum", "size"])
+    assert got.loc[("exact", "gadget")].tolist() == [4.0, 2]
+    assert got.drop(("exact", "gadget")).values.tolist() == [[2.0, 2]] * 3
 
 
 def test_trades_separate_utility_bought_mean_jct_from_losses():
@@ -230,7 +246,7 @@ def test_trades_separate_utility_bought_mean_jct_from_losses():
     is a trade (its mean JCT does not count at the kept utility), one at least as good on both
     is a loss. Mutants caught: no utility filter (the ratio 2.0 against the trade), the
     dominance test on mean JCT alone (the trade listed as a loss)."""
-    mod = _against_each_module()
+    mod = _benchmark_module()
     rows = [("w", s, p, u, j) for s in (0, 1) for p, u, j in
             (("gadget", 100.0, 200.0), ("fast", 60.0, 100.0), ("even", 101.0, 160.0), ("slow", 99.0, 400.0))]
     cells = pd.DataFrame(rows, columns=["workload", "seed", "policy", "total_utility", "mean_jct_s"]).assign(estimates="exact")
@@ -245,7 +261,7 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
     """``--trades --per-seed``: srtf wins both metrics on seed 1 only; the means over seeds show
     no loss, the per-seed rows show it on seed 1 and not on seed 0. Mutant caught: the seed
     left out of the grouping keys (one row, no loss)."""
-    mod = _against_each_module()
+    mod = _benchmark_module()
     rows = [("w", 0, "gadget", 120.0, 100.0), ("w", 0, "srtf", 80.0, 110.0),
             ("w", 1, "gadget", 100.0, 200.0), ("w", 1, "srtf", 105.0, 150.0)]
     cells = pd.DataFrame(rows, columns=["workload", "seed", "policy", "total_utility", "mean_jct_s"]).assign(estimates="exact")
@@ -260,6 +276,7 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
     ("heldout.py", ["OUT", "--objective", "deadline,slack=-1"], "--objective"),
     ("suite_against_each.py", ["OUT", "--per-seed"], "--per-seed"),
     ("suite_against_each.py", ["OUT", "--trades"], "cells.parquet"),
+    ("suite_join.py", ["OUT", "OUT", "OUT"], "cells.parquet"),
 ])
 def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script, args, names):
     """An unknown held-out workload or a bad objective, ``--per-seed`` without ``--trades``, a

@@ -3,6 +3,8 @@ between committed plans and lent GPUs (``stats``), and the slot a mid-slot decis
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from ringsched.job import Job
 from ringsched.utility.functions import SigmoidUtility
 from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import Nodes
+from ringsched.policies.gadget.params import utility_horizon_s
 from ringsched.policies.gadget.policy import Gadget, slot_of
 from ringsched.simulator import SimConfig, Simulator
 
@@ -97,6 +100,46 @@ def test_a_reestimated_job_is_planned_again_for_its_new_work(events):
     for slot_start_s, plan, need_s in pol.after:
         # a plan made for the doubled estimate: it cannot finish before the new work is done
         assert plan is not None and plan.finish_s >= slot_start_s + need_s - 1e-6, (slot_start_s, plan, need_s)
+
+
+class HorizonWatched(Gadget):
+    """GADGET that records, at every decision, the utility horizon it holds for each job beside
+    the one of the job as the world shows it now, and whether the job was re-estimated by then."""
+
+    name = "gadget-horizon-watched-test"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.seen: list[tuple] = []
+
+    def optimize(self, jobs, nodes, previous_allocations):
+        out = super().optimize(jobs, nodes, previous_allocations)
+        for js in jobs:
+            now = utility_horizon_s(js.job, self.p.tail_utility)
+            again = js.job.work_samples > self.errors._first[js.job_id]  # noqa: SLF001 - its first estimate
+            if js.job_id in self.horizon:
+                self.seen.append(("policy", again, self.horizon[js.job_id][0], now))
+            if (lent := self.lender._alone.get(js.job_id)) is not None:  # noqa: SLF001 - the lending tiers' cache
+                self.seen.append(("lending", again, lent[3], js.job.arrival_s + now))
+        return out
+
+
+def test_a_reestimated_job_is_judged_by_its_new_utility_not_a_cached_one():
+    """A re-estimate stretches a run-derived knee with the work, so the horizon GADGET keeps
+    for the job (admission windows, the lending tiers) must move with it: the old one gave
+    re-estimated jobs up early (noisy estimates, ``philly-0e4a51-small``: utility x1.23).
+    Mutant caught: ``on_reestimate`` without dropping the cached horizons."""
+    c = parse_spec("1x8")
+    run = SigmoidUtility(1, 3 * 1500.0, 0.002, floor_s=600.0, from_run=True)  # knee: 3x a 1,500-s run
+    jobs = [dataclasses.replace(job(0, 0, 8, 3000.0, c), utility=run),
+            dataclasses.replace(job(1, 100, 4, 2500.0, c), utility=run)]
+    pol = HorizonWatched()
+    r = Simulator(jobs, c, pol, SimConfig(estimates="user:0.3")).run()
+    assert (r.jobs.status == "completed").all() and all(r.jobs.reestimates >= 1)
+    after = [(where, held, now) for where, again, held, now in pol.seen if again]
+    assert {where for where, _, _ in after} == {"policy", "lending"}  # both caches seen after a re-estimate
+    for where, held, now in after:
+        assert held == pytest.approx(now), (where, held, now)
 
 
 def test_gpu_time_splits_into_planned_and_lent_and_adds_up_to_what_ran():

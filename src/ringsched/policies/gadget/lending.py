@@ -35,12 +35,16 @@ class Lender:
         self.p = p
         self.book = book
         self.errors = errors  # the policy's, which it tells of every job that leaves
-        self._alone: dict[str, tuple] = {}  # per job, fixed: ``_order``'s (speed, arrival, index, horizon, triage)
+        self._alone: dict[str, tuple] = {}  # per job until its estimate changes: ``_order``'s (speed, arrival, index, horizon, triage)
         self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
         self.lent_base: dict[str, tuple] = {}  # a job without a plan grown on lent GPUs: its placement before
 
     def clear_speeds(self) -> None:
         self._alone.clear()
+
+    def forget(self, job_id: str) -> None:
+        """Drop what was cached from the job's utility (its estimate changed)."""
+        self._alone.pop(job_id, None)
 
     def views(self, cluster) -> tuple:
         """The cluster's GPU types (``gpu_types.type_views``) and each server's, built once per cluster."""

@@ -67,7 +67,7 @@ class Gadget(Policy):
         self.last_try: dict[str, int] = {}
         self.tried_epoch: dict[str, int] = {}
         self.misses: dict[str, int] = {}  # failed re-offers in a row (the retry back-off)
-        self.horizon: dict[str, tuple[float, float]] = {}  # (utility horizon s, samples/s alone)
+        self.horizon: dict[str, tuple[float, float]] = {}  # (utility horizon s, samples/s alone), until a re-estimate
         self._speed_version = 0
         self.bound_skips = 0
         self.reestimated: set[str] = set()  # told by the world: their estimates doubled, re-plan them
@@ -121,7 +121,7 @@ class Gadget(Policy):
             self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
 
     def _fixed(self, js: JobState, nodes: Nodes) -> tuple[float, float]:
-        """(utility horizon s, samples/s alone on the widest ring): fixed per job, cached."""
+        """(utility horizon s, samples/s alone on the widest ring): cached per job until its estimate changes."""
         hr = self.horizon.get(js.job_id)
         if hr is None:
             hr = self.horizon[js.job_id] = (
@@ -229,9 +229,15 @@ class Gadget(Policy):
 
     def on_reestimate(self, job_id: str) -> None:
         """The job's estimate doubled: its plan (made for the old work) is released at the next
-        decision and the job is offered again for what is left, as a job behind its plan."""
+        decision and the job is offered again for what is left, as a job behind its plan. What
+        was cached from its old utility (the horizon, the lending tiers' ends) is dropped: the
+        knee moved with the estimate, and the old horizon gave the job up early (docs/theory.md
+        section 10)."""
         self.reestimated.add(job_id)
         self.outlived.add(job_id)
+        self.horizon.pop(job_id, None)
+        if self.lender is not None:
+            self.lender.forget(job_id)
 
     def _release_reestimated(self, active: dict, slot: int) -> set[str]:
         """Release the plans of re-estimated jobs (in commit order, as ``release_gone``); those

@@ -9,7 +9,10 @@ with its remaining work scaled by a low quantile of that ratio: a job is given u
 would be too late even if its estimate errs on the high side as often as the finished jobs'
 did. Backfilling takes the opposite quantile: a ring lent ahead of a commitment must end before
 it unless the job outruns its estimate further than nine finished jobs in ten did (at the
-default quantile). Under exact estimates every ratio is 1 and nothing changes."""
+default quantile). When the ratios agree (``GadgetParams.calibrate_spread``: a consistent
+factor, such as users who pad every request alike), their median is the estimator's bias and
+``calibration.py`` scales every estimate by it; the quantiles are then taken of the ratios to
+the scaled estimates. Under exact estimates every ratio is 1 and nothing changes."""
 
 from __future__ import annotations
 
@@ -18,11 +21,19 @@ import numpy as np
 from ringsched.policies.base import JobState
 
 
-class EstimateError:
-    """The ratios true work / first estimate of the jobs finished so far, and their quantile."""
+MIN_FINISHED = 10  # finished jobs before a bias is taken from their ratios
+MIN_BIAS = 0.01  # a median ratio within this of 1 is no bias
 
-    def __init__(self, quantile: float):
+
+class EstimateError:
+    """The ratios true work / first estimate of the jobs finished so far, their quantile, and
+    the estimator's consistent bias (``bias``; 1: none)."""
+
+    def __init__(self, quantile: float, spread: float = 0.0):
         self.quantile = quantile
+        self.spread = spread
+        self.bias = 1.0
+        self.bias_version = 0  # counts the changes of ``bias`` (what was cached from estimates is stale)
         self._first: dict[str, float] = {}  # per job: the work it was first shown with
         self._states: dict[str, JobState] = {}  # per job: its live JobState (read when it finishes)
         self.ratios: list[float] = []
@@ -36,6 +47,10 @@ class EstimateError:
                 first[js.job_id] = float(js.job.work_samples)
                 self._states[js.job_id] = js
 
+    def first_estimate(self, job_id: str, default: float) -> float:
+        """The work the job was first shown with (``default`` for a job not seen yet)."""
+        return self._first.get(job_id, default)
+
     def finished(self, job_id: str) -> None:
         """The job left: a completed one (not stopped early by an objective's rule) adds its ratio."""
         js = self._states.pop(job_id, None)
@@ -44,11 +59,25 @@ class EstimateError:
             return
         self.ratios.append(float(js.done_samples) / first)
         self._quantiles.clear()
+        self._update_bias()
+
+    def _update_bias(self) -> None:
+        """The median ratio once ``MIN_FINISHED`` jobs finished and their 10% and 90% quantiles
+        lie within ``spread`` of each other, else 1. Noisy ratios are not a bias to correct: the
+        short ones finish first, so their median leans short."""
+        if self.spread <= 0 or len(self.ratios) < MIN_FINISHED:
+            return
+        lo, mid, hi = np.quantile(self.ratios, [0.1, 0.5, 0.9])
+        bias = float(mid) if hi <= self.spread * lo and abs(mid - 1.0) >= MIN_BIAS else 1.0
+        if bias != self.bias:
+            self.bias = bias
+            self.bias_version += 1
 
     def _quantile(self, q: float) -> float:
-        """The ``q`` quantile of the ratios seen (1 before any job finished)."""
+        """The ``q`` quantile of the ratios seen, to the estimates as scaled by ``bias`` (1
+        before any job finished)."""
         if q not in self._quantiles:
-            self._quantiles[q] = float(np.quantile(self.ratios, q)) if self.ratios else 1.0
+            self._quantiles[q] = float(np.quantile(self.ratios, q)) / self.bias if self.ratios else 1.0
         return self._quantiles[q]
 
     def optimistic(self) -> float:

@@ -74,6 +74,12 @@ class GadgetParams:
     # factor at most 1). Under noisy estimates an over-estimated job looked too late and was
     # given up wrongly; under exact ones every ratio is 1 and nothing changes (estimate_error.py)
     lend_triage_quantile: float = 0.1
+    # when the finished jobs' ratios true / estimated work agree within this factor (their 10%
+    # and 90% quantiles), the estimator has a consistent bias and every estimate is scaled by
+    # their median (0: off; estimate_error.py, calibration.py). A spread this narrow is a
+    # factor, not noise: under noisy estimates the finished jobs' ratios lean short and no
+    # correction is taken from them
+    calibrate_spread: float = 1.25
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead
     # a one-server plan that starts within its window's first pack_within steps moves to the
@@ -150,6 +156,8 @@ class GadgetParams:
              f"lend_triage_share must be 0 (off) or lie in (tail_utility, 1), got {self.lend_triage_share}")
         need(0 < self.lend_triage_quantile <= 1,
              f"lend_triage_quantile must lie in (0, 1], got {self.lend_triage_quantile}")
+        need(self.calibrate_spread == 0 or (math.isfinite(self.calibrate_spread) and self.calibrate_spread >= 1),
+             f"calibrate_spread must be 0 (off) or at least 1, got {self.calibrate_spread}")
         need(self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1),
              f"rho_guard must be 0 (off) or at least 1, got {self.rho_guard}")
         for name in ("near_payoff", "late_share", "top_up_gain", "pack_slack", "energy_cost_per_gpu_s",

@@ -38,6 +38,7 @@ from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.common import priority_first, queue_key
 from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.displace import displace
+from ringsched.policies.gadget.calibration import Calibrated
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, plan_overdue, planned_remaining
@@ -81,7 +82,9 @@ class Gadget(Policy):
         self.displaced: list[tuple[str, str]] = []  # (displaced job, the job it made room for) at this decision
         self._on_time: tuple = (None, None)  # the last ``on_time_by``: (job, time, progress), its value
         self.reserved: tuple = (None, None)  # (job planned by ``_reservation``, the slot it was tried in)
-        self.errors = EstimateError(self.p.lend_triage_quantile)  # the estimates' error seen as jobs finish
+        self.errors = EstimateError(self.p.lend_triage_quantile, self.p.calibrate_spread)  # seen as jobs finish
+        self.calibrated = Calibrated(self.errors)  # the jobs with estimates scaled by a consistent bias
+        self._bias_version = 0
 
     @property
     def plans(self) -> dict[str, Plan]:
@@ -170,8 +173,13 @@ class Gadget(Policy):
             self.lender.clear_speeds()
             self.horizon.clear()
         slot = slot_of(nodes)
+        self.errors.see(jobs)  # (the estimates as the world shows them)
+        if self.errors.bias_version != self._bias_version:  # what was cached from the old scale is stale
+            self._bias_version = self.errors.bias_version
+            self.horizon.clear()
+            self.lender.clear_speeds()
+        jobs = self.calibrated.view(jobs, nodes.now_s)
         active = {js.job_id: js for js in jobs}
-        self.errors.see(jobs)
         self.displaced = []
         self.planner.done_fraction = {js.job_id: js.done_at(nodes.now_s) / js.job.work_samples
                                       for js in jobs if js.job.adaptive_batch}
@@ -224,6 +232,7 @@ class Gadget(Policy):
     def on_finish(self, job_id: str) -> None:
         """A job left: a completed one tells the estimates' error (``estimate_error.py``)."""
         self.errors.finished(job_id)
+        self.calibrated.forget(job_id)
         self.guarded.discard(job_id)
         self.outlived.discard(job_id)
 

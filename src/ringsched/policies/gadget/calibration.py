@@ -1,0 +1,52 @@
+"""GADGET's view of the jobs with their estimates scaled by the estimator's consistent bias
+(``EstimateError.bias``, ``GadgetParams.calibrate_spread``; docs/theory.md section 10).
+
+A world that shows every job's work padded (or cut) by one factor misleads every decision that
+reads a duration: plans reserve the wrong time, the knee derived from the run moves with it, and
+lending orders and triage follow. Once the finished jobs show the factor, GADGET decides with
+each job's first estimate scaled by it, its run-derived utility stretched alike
+(``Utility.stretched``), as the world would have shown the job under a right estimate. A job
+that has already done more than its scaled estimate keeps the world's estimate. No unfinished
+job's truth is read: the factor comes from jobs that completed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ringsched.policies.base import JobState
+from ringsched.policies.gadget.estimate_error import EstimateError
+
+
+class Calibrated:
+    """JobState views with scaled estimates; the world's states themselves are never changed."""
+
+    def __init__(self, errors: EstimateError):
+        self.errors = errors
+        self._jobs: dict[str, tuple] = {}  # per job: (the world's Job, scaled work, the scaled Job, factor)
+
+    def view(self, jobs, now_s: float) -> list:
+        """``jobs`` as GADGET decides with them at ``now_s`` (the same list without a bias)."""
+        bias = self.errors.bias
+        if bias == 1.0:
+            return jobs
+        return [self._scaled(js, bias, now_s) for js in jobs]
+
+    def _scaled(self, js: JobState, bias: float, now_s: float) -> JobState:
+        shown = js.job.work_samples
+        work = self.errors.first_estimate(js.job_id, shown) * bias
+        if work <= js.done_at(now_s) or work == shown:
+            return js
+        hit = self._jobs.get(js.job_id)
+        if hit is None or hit[0] is not js.job or hit[1] != work:
+            factor = work / shown
+            job = dataclasses.replace(js.job, work_samples=work, utility=js.job.utility.stretched(factor))
+            hit = self._jobs[js.job_id] = (js.job, work, job, factor)
+        view = JobState.__new__(JobState)
+        for name in JobState.__slots__:
+            setattr(view, name, getattr(js, name))
+        view.job = hit[2]
+        view.isolated_s = js.isolated_s * hit[3]
+        return view
+
+    def forget(self, job_id: str) -> None:
+        self._jobs.pop(job_id, None)

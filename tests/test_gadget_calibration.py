@@ -86,3 +86,18 @@ def test_exact_estimates_are_never_scaled():
     pol = Gadget()
     Simulator(jobs, c, pol, SimConfig()).run()
     assert pol.errors.bias == 1.0 and len(pol.errors.ratios) == 24
+
+
+def test_strict_admission_plans_an_arrival_at_its_scaled_estimate():
+    """Mutant caught: ``admit`` planning the estimate as shown (a plan twice as long)."""
+    from test_gadget import nodes
+    c = parse_spec("1x8")
+    plans = []
+    for bias in (1.0, 0.5):
+        g = Gadget(admission="strict")
+        g.errors.bias = bias
+        j = job(0, 0.0, 8, 6000, c)  # 6,000 s at 8 GPUs: 20 slots shown, 10 at the bias
+        assert g.admit(j, nodes(c)) is None
+        plans.append(g.plans["j0"])
+    shown, scaled = (p.last_slot - p.first_slot + 1 for p in plans)
+    assert shown == pytest.approx(2 * scaled, abs=1)

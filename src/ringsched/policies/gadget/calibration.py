@@ -31,6 +31,14 @@ class Calibrated:
             return jobs
         return [self._scaled(js, bias, now_s) for js in jobs]
 
+    def arriving(self, job):
+        """A job at its arrival (nothing done; its estimate is its first) as GADGET decides with
+        it: strict admission plans it on this view."""
+        bias = self.errors.bias
+        if bias == 1.0:
+            return job
+        return dataclasses.replace(job, work_samples=job.work_samples * bias, utility=job.utility.stretched(bias))
+
     def _scaled(self, js: JobState, bias: float, now_s: float) -> JobState:
         shown = js.job.work_samples
         work = self.errors.first_estimate(js.job_id, shown) * bias

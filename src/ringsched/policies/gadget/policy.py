@@ -157,6 +157,7 @@ class Gadget(Policy):
         if reason or self.p.admission != "strict":
             return reason
         self._ensure(nodes, [job])
+        job = self.calibrated.arriving(job)  # (nothing done yet: its estimate scaled by the bias)
         slot = slot_of(nodes)
         h = utility_horizon_s(job, self.p.tail_utility)
         plan = self.search(job, job.work_samples, nodes, slot, horizon_end_s=job.arrival_s + h)

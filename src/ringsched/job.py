@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -58,3 +58,10 @@ class Job:
     def iterations(self) -> float:
         """Iterations needed at the requested size (work / (requested workers x batch))."""
         return self.work_samples / (self.requested_gpus * self.local_bsz)
+
+    def with_work_scaled(self, factor: float) -> "Job":
+        """The same job with its work, and its run-derived utility's duration part
+        (``Utility.stretched``), ``factor`` times as large: how an estimate shows it (the
+        world's ``simulator.estimates``) and how GADGET corrects a biased one
+        (``policies/gadget/calibration.py``)."""
+        return replace(self, work_samples=float(self.work_samples * factor), utility=self.utility.stretched(factor))

@@ -21,7 +21,6 @@ limits) and the policy is told through ``Policy.on_reestimate``.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,7 +74,7 @@ class Estimates:
 
 def _as_estimated(job: Job, factor: float) -> Job:
     """``job`` with its work, and its utility's duration part, ``factor`` times the truth."""
-    return dataclasses.replace(job, work_samples=float(job.work_samples * factor), utility=job.utility.stretched(factor))
+    return job.with_work_scaled(factor)
 
 
 def reestimate(job: Job) -> Job:

@@ -11,8 +11,6 @@ job's truth is read: the factor comes from jobs that completed."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from ringsched.policies.base import JobState
 from ringsched.policies.gadget.estimate_error import EstimateError
 
@@ -35,9 +33,7 @@ class Calibrated:
         """A job at its arrival (nothing done; its estimate is its first) as GADGET decides with
         it: strict admission plans it on this view."""
         bias = self.errors.bias
-        if bias == 1.0:
-            return job
-        return dataclasses.replace(job, work_samples=job.work_samples * bias, utility=job.utility.stretched(bias))
+        return job if bias == 1.0 else job.with_work_scaled(bias)
 
     def _scaled(self, js: JobState, bias: float, now_s: float) -> JobState:
         shown = js.job.work_samples
@@ -47,8 +43,7 @@ class Calibrated:
         hit = self._jobs.get(js.job_id)
         if hit is None or hit[0] is not js.job or hit[1] != work:
             factor = work / shown
-            job = dataclasses.replace(js.job, work_samples=work, utility=js.job.utility.stretched(factor))
-            hit = self._jobs[js.job_id] = (js.job, work, job, factor)
+            hit = self._jobs[js.job_id] = (js.job, work, js.job.with_work_scaled(factor), factor)
         view = JobState.__new__(JobState)
         for name in JobState.__slots__:
             setattr(view, name, getattr(js, name))
@@ -57,4 +52,6 @@ class Calibrated:
         return view
 
     def forget(self, job_id: str) -> None:
+        """Drop the job's scaled view (it left)."""
         self._jobs.pop(job_id, None)
+

@@ -211,7 +211,7 @@ def test_objectives_set_only_the_options_a_policy_declares():
         _, c_opts = policy_run_options(conv, name, c, SimConfig())
         assert bool(e_opts) == declares(cls, "energy_cost_per_gpu_s", "server_cost_per_s"), name
         assert f_opts == ({"rho_guard": 10.0, "lend_triage_share": 0.0, "commit_early_runs": False,
-                           "displace_late": True} if declares(cls, "rho_guard") else {}), name
+                           "displace_late": True, "pack_slack": 0.0} if declares(cls, "rho_guard") else {}), name
         _, d_opts = policy_run_options(parse_objective("deadline"), name, c, SimConfig())
         assert d_opts == ({"commit_early_runs": False} if declares(cls, "commit_early_runs") else {}), name
         assert c_opts == ({"stop_converged": True} if declares(cls, "stop_converged") else {}), name

@@ -289,12 +289,15 @@ class Fairness(Objective):
         (``early_runs_lent``); no triage in lending (``lend_triage_share`` 0: a job given up for
         those still on time is the worst rho); swaps for plans that start later
         (``displace_late``: a wait of a slot costs a short job much of its slowdown and a long
-        victim little of its own). docs/objectives.md."""
+        victim little of its own); no packing (``pack_slack`` 0: servers kept whole serve the
+        few wide rings, where every job counts the same). docs/objectives.md."""
         opts = {"rho_guard": self.p.rho_guard} if declares(policy_cls, "rho_guard") else {}
         if declares(policy_cls, "lend_triage_share"):
             opts["lend_triage_share"] = 0.0
         if declares(policy_cls, "displace_late"):
             opts["displace_late"] = True
+        if declares(policy_cls, "pack_slack"):
+            opts["pack_slack"] = 0.0
         return opts | early_runs_lent(policy_cls)
 
     def prepare_jobs(self, jobs, cluster, speed):

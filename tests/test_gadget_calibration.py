@@ -60,7 +60,8 @@ class WorkWatched(Gadget):
         return super().alone_s(js, nodes)
 
 
-def test_under_padded_estimates_gadget_decides_with_the_true_work_once_the_factor_shows():
+@pytest.mark.parametrize("factor", [2.0, 0.5])
+def test_under_padded_estimates_gadget_decides_with_the_true_work_once_the_factor_shows(factor):
     """Every request padded 2x: after ``MIN_FINISHED`` jobs finished, the jobs GADGET decides
     with carry their true work (the control: before, they carry the padded estimate), while the
     world's own states keep the estimate it showed. Mutants caught: ``view`` returning the jobs
@@ -70,22 +71,52 @@ def test_under_padded_estimates_gadget_decides_with_the_true_work_once_the_facto
     jobs = [dataclasses.replace(job(i, 60.0 * i, 1, 200 + 10 * i, c), utility=u) for i in range(24)]
     true = {j.job_id: j.work_samples for j in jobs}
     pol = WorkWatched()
-    r = Simulator(jobs, c, pol, SimConfig(estimates="user:2")).run()
-    assert (r.jobs.status == "completed").all() and pol.errors.bias == pytest.approx(0.5)
+    r = Simulator(jobs, c, pol, SimConfig(estimates=f"user:{factor:g}")).run()
+    assert (r.jobs.status == "completed").all() and pol.errors.bias == pytest.approx(1 / factor)
     before = [(jid, w) for n, jid, w in pol.works if n < MIN_FINISHED]
     after = [(jid, w) for n, jid, w in pol.works if n >= MIN_FINISHED]
     assert before and after
-    assert all(w == pytest.approx(2 * true[jid]) for jid, w in before)
+    if factor > 1:  # (cut estimates are doubled by the world as jobs outlive them)
+        assert all(w == pytest.approx(factor * true[jid]) for jid, w in before)
     assert all(w == pytest.approx(true[jid]) for jid, w in after)
-    assert (r.jobs.estimated_work_samples == 2 * r.jobs.work_samples).all()  # the world's estimates as shown
+    assert (r.jobs.estimated_work_samples == factor * r.jobs.work_samples).all()  # the world's estimates as shown
 
 
 def test_exact_estimates_are_never_scaled():
+    """Mutant caught: a bias taken from ratios of exactly 1 (the jobs timed with other work)."""
     c = parse_spec("1x8")
     jobs = [job(i, 60.0 * i, 1, 200 + 10 * i, c) for i in range(24)]
-    pol = Gadget()
+    work = {j.job_id: j.work_samples for j in jobs}
+    pol = WorkWatched()
     Simulator(jobs, c, pol, SimConfig()).run()
     assert pol.errors.bias == 1.0 and len(pol.errors.ratios) == 24
+    assert pol.works and all(w == work[jid] for _, jid, w in pol.works)
+
+
+def test_a_job_that_outlives_its_scaled_estimate_is_reestimated_in_the_view():
+    """Under a bias of 1/4, a job shown 4 W (its first estimate) is viewed at W, its isolated
+    time scaled alike; once it has done more than W its view doubles (2 W) and the policy is
+    told, as of the world's re-estimate; past 4 W it is the world's job. Mutants caught: no
+    doubling (the view's remaining work 0); the re-estimate not reported; ``isolated_s`` not
+    scaled."""
+    from ringsched.policies.gadget.calibration import Calibrated
+    c = parse_spec("1x8")
+    err = errors_after([0.25] * MIN_FINISHED)
+    js = JobState(job(99, 0.0, 1, 400, c), 99, 400.0)
+    err.see([js])
+    cal = Calibrated(err)
+    shown = js.job.work_samples
+    (v,) = cal.view([js], 0.0)
+    assert v.job.work_samples == pytest.approx(shown / 4) and v.isolated_s == pytest.approx(100.0)
+    assert cal.reestimated == [] and js.job.work_samples == shown  # the world's state untouched
+    js.done_samples = 0.3 * shown
+    (v,) = cal.view([js], 0.0)
+    assert v.job.work_samples == pytest.approx(shown / 2) and cal.reestimated == ["j99"]
+    (v,) = cal.view([js], 0.0)
+    assert cal.reestimated == []  # told once
+    js.done_samples = 0.6 * shown
+    (v,) = cal.view([js], 0.0)
+    assert v is js and cal.reestimated == ["j99"]
 
 
 def test_strict_admission_plans_an_arrival_at_its_scaled_estimate():
@@ -101,3 +132,20 @@ def test_strict_admission_plans_an_arrival_at_its_scaled_estimate():
         plans.append(g.plans["j0"])
     shown, scaled = (p.last_slot - p.first_slot + 1 for p in plans)
     assert shown == pytest.approx(2 * scaled, abs=1)
+
+
+def test_gadget_treats_a_view_reestimate_as_a_reestimate():
+    """Mutant caught: ``optimize`` not telling itself of the view's re-estimate (its plan and
+    cached horizon kept, late starts still allowed)."""
+    from test_gadget import nodes
+    c = parse_spec("1x8")
+    g = Gadget()
+    js = JobState(job(99, 0.0, 1, 400, c), 99, 400.0)
+    n = nodes(c)
+    g.optimize([js], n, {})
+    g.errors.bias = 0.25
+    g.optimize([js], n, {})
+    assert "j99" not in g.outlived
+    js.done_samples = 0.3 * js.job.work_samples
+    g.optimize([js], n, {})
+    assert "j99" in g.outlived

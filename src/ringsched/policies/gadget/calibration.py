@@ -5,14 +5,20 @@ A world that shows every job's work padded (or cut) by one factor misleads every
 reads a duration: plans reserve the wrong time, the knee derived from the run moves with it, and
 lending orders and triage follow. Once the finished jobs show the factor, GADGET decides with
 each job's first estimate scaled by it, its run-derived utility stretched alike
-(``Utility.stretched``), as the world would have shown the job under a right estimate. A job
-that has already done more than its scaled estimate keeps the world's estimate. No unfinished
-job's truth is read: the factor comes from jobs that completed."""
+(``Utility.stretched``), as the world would have shown the job under a right estimate. No
+unfinished job's truth is read: the factor comes from jobs that completed.
+
+A job that outlives its scaled estimate is re-estimated in the view as the world re-estimates
+(doubled, until it exceeds the work done; the world's own estimate once that is reached), and
+the policy is told as of a re-estimate (``reestimated``): otherwise its horizon and plan would
+stay those of the smaller estimate."""
 
 from __future__ import annotations
 
 from ringsched.policies.base import JobState
 from ringsched.policies.gadget.estimate_error import EstimateError
+
+VIEW_REESTIMATE = 2.0  # as the world's ``simulator.estimates.REESTIMATE_FACTOR`` (policies do not import the world)
 
 
 class Calibrated:
@@ -21,9 +27,11 @@ class Calibrated:
     def __init__(self, errors: EstimateError):
         self.errors = errors
         self._jobs: dict[str, tuple] = {}  # per job: (the world's Job, scaled work, the scaled Job, factor)
+        self.reestimated: list[str] = []  # jobs whose view was re-estimated at the last ``view``
 
     def view(self, jobs, now_s: float) -> list:
         """``jobs`` as GADGET decides with them at ``now_s`` (the same list without a bias)."""
+        self.reestimated = []
         bias = self.errors.bias
         if bias == 1.0:
             return jobs
@@ -37,10 +45,17 @@ class Calibrated:
 
     def _scaled(self, js: JobState, bias: float, now_s: float) -> JobState:
         shown = js.job.work_samples
-        work = self.errors.first_estimate(js.job_id, shown) * bias
-        if work <= js.done_at(now_s) or work == shown:
-            return js
+        work = base = self.errors.first_estimate(js.job_id, shown) * bias
+        done = js.done_at(now_s)
+        while work <= done:
+            work *= VIEW_REESTIMATE  # (outlived in the view: doubled, as the world re-estimates)
+        world = work == shown or base < shown <= work  # (a cut estimate doubled up to the world's)
         hit = self._jobs.get(js.job_id)
+        if work > base and hit is not None and hit[0] is js.job and hit[1] < (shown if world else work):
+            self.reestimated.append(js.job_id)  # (the world's own re-estimate tells the policy itself)
+        if world:
+            self._jobs[js.job_id] = (js.job, shown, js.job, 1.0)
+            return js
         if hit is None or hit[0] is not js.job or hit[1] != work:
             factor = work / shown
             hit = self._jobs[js.job_id] = (js.job, work, js.job.with_work_scaled(factor), factor)

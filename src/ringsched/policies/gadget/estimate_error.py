@@ -22,7 +22,7 @@ from ringsched.policies.base import JobState
 
 
 MIN_FINISHED = 10  # finished jobs before a bias is taken from their ratios
-MIN_BIAS = 0.01  # a median ratio within this of 1 is no bias
+MIN_BIAS = 0.05  # a median ratio within this of 1 is no bias, and a bias moves only by more (no churn)
 
 
 class EstimateError:
@@ -69,7 +69,7 @@ class EstimateError:
             return
         lo, mid, hi = np.quantile(self.ratios, [0.1, 0.5, 0.9])
         bias = float(mid) if hi <= self.spread * lo and abs(mid - 1.0) >= MIN_BIAS else 1.0
-        if bias != self.bias:
+        if abs(bias / self.bias - 1.0) >= MIN_BIAS:
             self.bias = bias
             self.bias_version += 1
 

@@ -76,9 +76,8 @@ class GadgetParams:
     lend_triage_quantile: float = 0.1
     # when the finished jobs' ratios true / estimated work agree within this factor (their 10%
     # and 90% quantiles), the estimator has a consistent bias and every estimate is scaled by
-    # their median (0: off; estimate_error.py, calibration.py). A spread this narrow is a
-    # factor, not noise: under noisy estimates the finished jobs' ratios lean short and no
-    # correction is taken from them
+    # their median (0: off; estimate_error.py, calibration.py). Wider ratios are noise, whose
+    # median leans short (the short jobs finish first): no correction is taken from them
     calibrate_spread: float = 1.25
     top_up: bool = True  # lend idle GPUs to planned jobs too (on top of their plan) when it pays for the restarts
     top_up_gain: float = 0.1  # ... when it gains at least this share of the progress over the lookahead

@@ -180,6 +180,8 @@ class Gadget(Policy):
             self.horizon.clear()
             self.lender.clear_speeds()
         jobs = self.calibrated.view(jobs, nodes.now_s)
+        for jid in self.calibrated.reestimated:  # (outlived their scaled estimate: as a re-estimate)
+            self.on_reestimate(jid)
         active = {js.job_id: js for js in jobs}
         self.displaced = []
         self.planner.done_fraction = {js.job_id: js.done_at(nodes.now_s) / js.job.work_samples

@@ -116,7 +116,7 @@ class HorizonWatched(Gadget):
         out = super().optimize(jobs, nodes, previous_allocations)
         for js in jobs:
             now = utility_horizon_s(js.job, self.p.tail_utility)
-            again = js.job.work_samples > self.errors._first[js.job_id]  # noqa: SLF001 - its first estimate
+            again = js.job.work_samples > self.errors.first_estimate(js.job_id, js.job.work_samples)
             if js.job_id in self.horizon:
                 self.seen.append(("policy", again, self.horizon[js.job_id][0], now))
             if (lent := self.lender._alone.get(js.job_id)) is not None:  # noqa: SLF001 - the lending tiers' cache

@@ -8,6 +8,11 @@ import numpy as np
 
 from ringsched.utility.functions import Utility
 
+# a job that outlives its estimate is re-estimated this many times larger (as users resubmit with a
+# doubled limit): the world's rule (``simulator.estimates.reestimate``) and GADGET's for its
+# bias-scaled views (``policies/gadget/calibration.py``)
+REESTIMATE_FACTOR = 2.0
+
 
 @dataclass(frozen=True)
 class Job:

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ringsched.errors import InputError
-from ringsched.job import Job
+from ringsched.job import REESTIMATE_FACTOR, Job
 
-REESTIMATE_FACTOR = 2.0
 _SEED_SALT = 0x5EED_E571  # keeps the estimates' draws apart from the failures' generator
 
 

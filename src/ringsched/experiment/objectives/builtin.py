@@ -291,14 +291,8 @@ class Fairness(Objective):
         (``displace_late``: a wait of a slot costs a short job much of its slowdown and a long
         victim little of its own); no packing (``pack_slack`` 0: servers kept whole serve the
         few wide rings, where every job counts the same). docs/objectives.md."""
-        opts = {"rho_guard": self.p.rho_guard} if declares(policy_cls, "rho_guard") else {}
-        if declares(policy_cls, "lend_triage_share"):
-            opts["lend_triage_share"] = 0.0
-        if declares(policy_cls, "displace_late"):
-            opts["displace_late"] = True
-        if declares(policy_cls, "pack_slack"):
-            opts["pack_slack"] = 0.0
-        return opts | early_runs_lent(policy_cls)
+        wanted = {"rho_guard": self.p.rho_guard, "lend_triage_share": 0.0, "displace_late": True, "pack_slack": 0.0}
+        return {k: v for k, v in wanted.items() if declares(policy_cls, k)} | early_runs_lent(policy_cls)
 
     def prepare_jobs(self, jobs, cluster, speed):
         """The decision utilities (``weigh``, ``knee``); the jobs' own are kept for the judging."""

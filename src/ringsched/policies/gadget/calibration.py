@@ -15,10 +15,19 @@ stay those of the smaller estimate."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from ringsched.job import REESTIMATE_FACTOR, Job
 from ringsched.policies.base import JobState
 from ringsched.policies.gadget.estimate_error import EstimateError
 
-VIEW_REESTIMATE = 2.0  # as the world's ``simulator.estimates.REESTIMATE_FACTOR`` (policies do not import the world)
+
+
+class _Scaled(NamedTuple):
+    shown: Job  # the world's job it was made from
+    work: float  # the view's work (the world's own estimate when the view is the world's job)
+    job: Job  # the job GADGET decides with
+    factor: float  # job's work / the world's
 
 
 class Calibrated:
@@ -26,7 +35,7 @@ class Calibrated:
 
     def __init__(self, errors: EstimateError):
         self.errors = errors
-        self._jobs: dict[str, tuple] = {}  # per job: (the world's Job, scaled work, the scaled Job, factor)
+        self._jobs: dict[str, _Scaled] = {}  # per job: its last view
         self.reestimated: list[str] = []  # jobs whose view was re-estimated at the last ``view``
 
     def view(self, jobs, now_s: float) -> list:
@@ -48,22 +57,22 @@ class Calibrated:
         work = base = self.errors.first_estimate(js.job_id, shown) * bias
         done = js.done_at(now_s)
         while work <= done:
-            work *= VIEW_REESTIMATE  # (outlived in the view: doubled, as the world re-estimates)
+            work *= REESTIMATE_FACTOR  # (outlived in the view: doubled, as the world re-estimates)
         world = work == shown or base < shown <= work  # (a cut estimate doubled up to the world's)
         hit = self._jobs.get(js.job_id)
-        if work > base and hit is not None and hit[0] is js.job and hit[1] < (shown if world else work):
+        if work > base and hit is not None and hit.shown is js.job and hit.work < (shown if world else work):
             self.reestimated.append(js.job_id)  # (the world's own re-estimate tells the policy itself)
         if world:
-            self._jobs[js.job_id] = (js.job, shown, js.job, 1.0)
+            self._jobs[js.job_id] = _Scaled(js.job, shown, js.job, 1.0)
             return js
-        if hit is None or hit[0] is not js.job or hit[1] != work:
+        if hit is None or hit.shown is not js.job or hit.work != work:
             factor = work / shown
-            hit = self._jobs[js.job_id] = (js.job, work, js.job.with_work_scaled(factor), factor)
+            hit = self._jobs[js.job_id] = _Scaled(js.job, work, js.job.with_work_scaled(factor), factor)
         view = JobState.__new__(JobState)
         for name in JobState.__slots__:
             setattr(view, name, getattr(js, name))
-        view.job = hit[2]
-        view.isolated_s = js.isolated_s * hit[3]
+        view.job = hit.job
+        view.isolated_s = js.isolated_s * hit.factor
         return view
 
     def forget(self, job_id: str) -> None:

@@ -123,6 +123,12 @@ class Gadget(Policy):
         if self.planner.prices_g is None:
             self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
 
+    def _drop_job_caches(self) -> None:
+        """Forget what was cached per job from its speed and utility (a refitted speed model, a
+        new estimates' bias)."""
+        self.horizon.clear()
+        self.lender.clear_speeds()
+
     def _fixed(self, js: JobState, nodes: Nodes) -> tuple[float, float]:
         """(utility horizon s, samples/s alone on the widest ring): cached per job until its estimate changes."""
         hr = self.horizon.get(js.job_id)
@@ -171,14 +177,12 @@ class Gadget(Policy):
         if getattr(nodes.speed, "version", 0) != self._speed_version:  # refitted: cached speeds are stale
             self._speed_version = getattr(nodes.speed, "version", 0)
             self.planner.clear_rates()
-            self.lender.clear_speeds()
-            self.horizon.clear()
+            self._drop_job_caches()
         slot = slot_of(nodes)
         self.errors.see(jobs)  # (the estimates as the world shows them)
         if self.errors.bias_version != self._bias_version:  # what was cached from the old scale is stale
             self._bias_version = self.errors.bias_version
-            self.horizon.clear()
-            self.lender.clear_speeds()
+            self._drop_job_caches()
         jobs = self.calibrated.view(jobs, nodes.now_s)
         for jid in self.calibrated.reestimated:  # (outlived their scaled estimate: as a re-estimate)
             self.on_reestimate(jid)

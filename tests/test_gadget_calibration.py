@@ -149,3 +149,18 @@ def test_gadget_treats_a_view_reestimate_as_a_reestimate():
     js.done_samples = 0.3 * js.job.work_samples
     g.optimize([js], n, {})
     assert "j99" in g.outlived
+
+
+def test_the_on_time_limit_is_asked_again_for_a_new_estimate():
+    """``on_time_by`` remembers its last answer for the same job, time and progress; a view
+    with another estimate (a bias, a re-estimate) is another question. Mutant caught: the key
+    without the estimate (the padded job's limit given for the true one)."""
+    from test_gadget import nodes
+    c = parse_spec("1x8")
+    n = nodes(c, now=3000.0)
+    short = JobState(job(0, 0.0, 8, 600, c), 0, 600.0)
+    long = JobState(short.job.with_work_scaled(8.0), 0, 600.0)
+    fresh = Gadget().on_time_by(long, n)
+    g = Gadget()
+    assert g.on_time_by(short, n) != fresh  # (the control: the two questions differ)
+    assert g.on_time_by(long, n) == fresh

@@ -80,7 +80,7 @@ class Gadget(Policy):
         self.overdue: set[str] = set()  # jobs past the rho guard at this decision (objective_terms.overdue)
         self.guarded: set[str] = set()  # jobs planned as overdue: their plans are not moved for another's
         self.displaced: list[tuple[str, str]] = []  # (displaced job, the job it made room for) at this decision
-        self._on_time: tuple = (None, None)  # the last ``on_time_by``: (job, time, progress), its value
+        self._on_time: tuple = (None, None)  # the last ``on_time_by``: (job, estimate, time, progress), its value
         self.reserved: tuple = (None, None)  # (job planned by ``_reservation``, the slot it was tried in)
         self.errors = EstimateError(self.p.lend_triage_quantile, self.p.calibrate_spread)  # seen as jobs finish
         self.calibrated = Calibrated(self.errors)  # the jobs with estimates scaled by a consistent bias
@@ -367,7 +367,8 @@ class Gadget(Policy):
         share = self.p.on_time_share
         if share == 0 or self.p.admission != "deferred":
             return math.inf
-        key = (js.job_id, nodes.now_s, js.done_samples)  # (an offer asks, then its plan is checked)
+        # (an offer asks, then its plan is checked; a new estimate is a new question)
+        key = (js.job_id, js.job.work_samples, nodes.now_s, js.done_samples)
         if self._on_time[0] == key:
             return self._on_time[1]
         u, a = js.job.utility, js.job.arrival_s

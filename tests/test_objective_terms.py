@@ -371,6 +371,29 @@ def test_suite_objective_tables_are_recomputed_from_the_parquet(tmp_path):
     assert o.ratio_to_baseline == pytest.approx(t.ratio_to_baseline)
 
 
+def test_the_objective_target_is_read_paired_per_seed_with_its_interval():
+    """The target is 1% ahead of the best baseline on every seed while the seeds differ 10x: the
+    paired difference is +1% with an interval of zero width, and the second-best baseline is not
+    paired with. Mutants caught: pairs across seeds (the interval spans the seeds' spread); the
+    pairs taken with another baseline than the workload's best (its mean is off); the jct
+    reference counted as the target."""
+    from ringsched.experiment.suite_objectives import objective_overall, objective_table
+
+    spec, rows = "deadline,slack=2", []
+    for w, scale in (("a", 1.0), ("b", 3.0)):
+        for seed, level in enumerate((10.0, 100.0, 1000.0)):
+            for pol, f, decided in (("gadget", 1.01, spec), ("gadget", 0.5, "jct"), ("srtf", 1.0, spec),
+                                    ("fifo", 0.9, spec)):
+                rows.append({"workload": w, "estimates": "exact", "seed": seed, "policy": pol, "objective": spec,
+                             "decided_as": decided, "deadline_met": scale * level * f})
+    cells = pd.DataFrame(rows)
+    t = objective_table(cells, "gadget")
+    o = objective_overall(t, cells, "gadget").iloc[0]
+    assert set(t.best_baseline) == {"srtf"} and o.pairs == 6
+    assert o.paired_rel_diff == pytest.approx(0.01) and o.ci_low == pytest.approx(0.01)
+    assert o.ci_high == pytest.approx(0.01)
+
+
 def test_cli_suite_objective_prints_its_metric(cli, tmp_path):
     code, out, err = cli("suite", "--quick", "--workloads", "syn-0.5", "--policies", "fifo,gadget", "--estimates",
                          "exact", "--seeds", "1", "--workers", "1", "--objective", "energy", "--out", tmp_path / "o")

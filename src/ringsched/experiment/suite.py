@@ -255,7 +255,7 @@ def write_suite(out_dir: Path, cells: pd.DataFrame, target: str = "gadget") -> d
     obj = objective_table(cells, target)
     derived = {"ratios": r, "paired": paired(cells, r, target) if len(r) else pd.DataFrame(),
                "overall": overall(r) if len(r) else pd.DataFrame(), "workloads": workload_table(cells),
-               "objective": obj, "objective_overall": objective_overall(obj)}
+               "objective": obj, "objective_overall": objective_overall(obj, cells, target)}
     for name, t in derived.items():
         t.to_parquet(out_dir / f"{name}.parquet", index=False)
     tables = {"cells": cells, **derived}

@@ -1,7 +1,9 @@
 """The suite under an objective other than jct (``ringsched suite --objective``, docs/suite.md):
 each of the objective's metrics for the target, for the target deciding as under jct (the
 same run judged by the objective), and for the best baseline, per workload (means over
-seeds), and their geometric means over the workloads. Recomputable from ``cells.parquet``."""
+seeds), their geometric means over the workloads, and the target's difference to the best
+baselines paired per seed (a target met by 0.02% is read with its spread). Recomputable from
+``cells.parquet``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.experiment.objectives import parse_objective
+from ringsched.reports.metrics import t_interval
 
 
 def objective_table(cells: pd.DataFrame, target: str) -> pd.DataFrame:
@@ -40,12 +43,33 @@ def objective_table(cells: pd.DataFrame, target: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def objective_overall(t: pd.DataFrame) -> pd.DataFrame:
+def _paired(cells: pd.DataFrame, t: pd.DataFrame, target: str, level: float) -> dict:
+    """Per (estimates, metric): (mean, low, high, pairs) of target / best baseline - 1, the best
+    baseline fixed per workload by ``objective_table``, paired per workload and seed."""
+    own = cells[cells["decided_as"] == cells["objective"]]
+    seeds = own.groupby(["workload", "estimates"])["seed"].unique()
+    idx = own.set_index(["workload", "estimates", "seed", "policy"]).sort_index()
+    out = {}
+    for (est, m), g in t.groupby(["estimates", "metric"], sort=False):
+        d = []
+        for row in g.itertuples():
+            for seed in sorted(seeds[(row.workload, est)]):
+                a, b = (row.workload, est, seed, target), (row.workload, est, seed, row.best_baseline)
+                if a in idx.index and b in idx.index and idx.loc[b, m]:  # (an interrupted run lacks one)
+                    d.append(idx.loc[a, m] / idx.loc[b, m] - 1.0)
+        out[(est, m)] = t_interval(np.asarray(d, dtype=float), level)
+    return out
+
+
+def objective_overall(t: pd.DataFrame, cells: pd.DataFrame, target: str, level: float = 0.95) -> pd.DataFrame:
     """Per estimates and metric: geometric means over workloads of the target's value, its jct
-    reference's and every policy's best baseline's, the two ratios, and on how many workloads
-    the target is better than each (ties count as not better)."""
+    reference's and every policy's best baseline's, the two ratios, on how many workloads the
+    target is better than each (ties count as not better), and the target's relative difference
+    to the best baselines paired per workload and seed with its Student-t interval (> 0 favours
+    the target where the metric is maximised, < 0 where it is minimised)."""
     if not len(t):
         return pd.DataFrame()
+    paired = _paired(cells, t, target, level)
 
     def gm(x) -> float:
         x = np.asarray(x, dtype=float)
@@ -61,5 +85,6 @@ def objective_overall(t: pd.DataFrame) -> pd.DataFrame:
                     "baseline": gm(g["baseline"]), "ratio_to_jct": gm(g["ratio_to_jct"]),
                     "ratio_to_baseline": gm(g["ratio_to_baseline"]),
                     "better_than_jct": int(better(g["target"], g["target_jct"]).sum()),
-                    "better_than_baseline": int(better(g["target"], g["baseline"]).sum())})
+                    "better_than_baseline": int(better(g["target"], g["baseline"]).sum()),
+                    **dict(zip(("paired_rel_diff", "ci_low", "ci_high", "pairs"), paired[(est, m)]))})
     return pd.DataFrame(out)

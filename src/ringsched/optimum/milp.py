@@ -46,38 +46,50 @@ class Optimum:
         return self.status == "optimal"
 
 
-def solve(inst: Instance, *, time_limit_s: float = 60.0, rel_gap: float = 1e-9, verify_solution: bool = True) -> Optimum:
-    t0 = time.perf_counter()
-    S, slots = inst.num_servers, inst.slots
-    cols_x: list[tuple[int, int, int]] = []  # (job index, slot, config)
-    cols_z: list[tuple[int, int]] = []  # (job index, slot)
+def _columns(inst: Instance) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
+    """The variables: x as (job index, slot, config) and z as (job index, completion slot), for
+    the jobs with a configuration and a completion slot of positive utility."""
+    cols_x: list[tuple[int, int, int]] = []
+    cols_z: list[tuple[int, int]] = []
     for ji, j in enumerate(inst.jobs):
         if not j.configs:
             continue
-        zT = [T for T in range(j.arrival, slots) if j.u[T] > 0]
+        zT = [T for T in range(j.arrival, inst.slots) if j.u[T] > 0]
         if not zT:
             continue  # no completion slot with positive utility: the job cannot matter
         cols_z += [(ji, T) for T in zT]
-        for t in range(j.arrival, slots):
+        for t in range(j.arrival, inst.slots):
             for c in range(len(j.configs)):
                 cols_x.append((ji, t, c))
-    nx, nz = len(cols_x), len(cols_z)
-    if nz == 0:
-        return Optimum(0.0, 0.0, 0.0, "optimal", time.perf_counter() - t0)
-    zidx = {key: nx + i for i, key in enumerate(cols_z)}
-    rows, cols, vals, lo, hi = [], [], [], [], []
-    r = 0
+    return cols_x, cols_z
 
-    def add(entries, lb, ub):
-        nonlocal r
+
+class _Rows:
+    """The constraint matrix, built row by row: (entries, lower bound, upper bound)."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+
+    def add(self, entries, lb: float, ub: float) -> None:
+        r = len(self.lo)
         for col, v in entries:
-            rows.append(r)
-            cols.append(col)
-            vals.append(v)
-        lo.append(lb)
-        hi.append(ub)
-        r += 1
+            self.rows.append(r)
+            self.cols.append(col)
+            self.vals.append(v)
+        self.lo.append(lb)
+        self.hi.append(ub)
 
+    def constraint(self, n: int) -> LinearConstraint:
+        A = coo_array((self.vals, (self.rows, self.cols)), shape=(len(self.lo), n)).tocsr()
+        return LinearConstraint(A, self.lo, self.hi)
+
+
+def _job_rows(inst: Instance, cols_x, zidx: dict, m: _Rows) -> None:
+    """Per job: one completion at most, configurations only up to it, and the work done."""
     zs_of: dict[int, list[tuple[int, int]]] = {}
     for (ji, T), col in zidx.items():
         zs_of.setdefault(ji, []).append((T, col))
@@ -86,14 +98,17 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, rel_gap: float = 1e-9, 
         xs_of.setdefault((ji, t), []).append((c, col))
     for ji, zl in zs_of.items():
         j = inst.jobs[ji]
-        add([(col, 1.0) for _, col in zl], -np.inf, 1.0)
+        m.add([(col, 1.0) for _, col in zl], -np.inf, 1.0)
         prog = []
-        for t in range(j.arrival, slots):
+        for t in range(j.arrival, inst.slots):
             xl = xs_of.get((ji, t), [])
-            add([(col, 1.0) for _, col in xl] + [(col, -1.0) for T, col in zl if T >= t], -np.inf, 0.0)
+            m.add([(col, 1.0) for _, col in xl] + [(col, -1.0) for T, col in zl if T >= t], -np.inf, 0.0)
             prog += [(col, float(j.g[c])) for c, col in xl]
-        add(prog + [(col, -float(j.work)) for _, col in zl], 0.0, np.inf)
-    # capacities
+        m.add(prog + [(col, -float(j.work)) for _, col in zl], 0.0, np.inf)
+
+
+def _capacity_rows(inst: Instance, cols_x, m: _Rows) -> None:
+    """Per server and slot: its GPUs, and its NIC shared by the rings that cross servers."""
     gpu_rows: dict[tuple[int, int], list] = {}
     nic_rows: dict[tuple[int, int], list] = {}
     for col, (ji, t, c) in enumerate(cols_x):
@@ -104,11 +119,22 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, rel_gap: float = 1e-9, 
             if j.multi[c]:
                 nic_rows.setdefault((s, t), []).append((col, inst.nic_share))
     for (s, t), e in gpu_rows.items():
-        add(e, -np.inf, float(inst.O[s]))
+        m.add(e, -np.inf, float(inst.O[s]))
     for (s, t), e in nic_rows.items():
-        add(e, -np.inf, 1.0)
+        m.add(e, -np.inf, 1.0)
+
+
+def solve(inst: Instance, *, time_limit_s: float = 60.0, rel_gap: float = 1e-9, verify_solution: bool = True) -> Optimum:
+    t0 = time.perf_counter()
+    cols_x, cols_z = _columns(inst)
+    nx, nz = len(cols_x), len(cols_z)
+    if nz == 0:
+        return Optimum(0.0, 0.0, 0.0, "optimal", time.perf_counter() - t0)
+    zidx = {key: nx + i for i, key in enumerate(cols_z)}
+    m = _Rows()
+    _job_rows(inst, cols_x, zidx, m)
+    _capacity_rows(inst, cols_x, m)
     n = nx + nz
-    A = coo_array((vals, (rows, cols)), shape=(r, n)).tocsr()
     obj = np.zeros(n)
     for (ji, T), col in zidx.items():
         obj[col] = -inst.jobs[ji].u[T]
@@ -116,11 +142,21 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, rel_gap: float = 1e-9, 
     # so that the largest is 1e6 and that gap is 1e-12 of it
     scale = 1e6 / max(1e-300, float(np.abs(obj).max()))
     obj *= scale
-    res = milp(obj, constraints=LinearConstraint(A, lo, hi), integrality=np.ones(n), bounds=Bounds(0, 1),
+    res = milp(obj, constraints=m.constraint(n), integrality=np.ones(n), bounds=Bounds(0, 1),
                options={"time_limit": float(time_limit_s), "mip_rel_gap": rel_gap, "disp": False})
     wall = time.perf_counter() - t0
     if res.x is None:
         raise RuntimeError(f"HiGHS found no solution: {res.message}")
+    opt = _optimum(inst, res, cols_x, zidx, scale, wall)
+    if verify_solution:
+        verify(inst, opt.completion, opt.schedule)
+        if abs(opt.utility + float(res.fun) / scale) > 1e-6 * max(1.0, opt.utility):
+            raise RuntimeError(f"objective {-res.fun / scale} != recomputed utility {opt.utility}")
+    return opt
+
+
+def _optimum(inst: Instance, res, cols_x, zidx: dict, scale: float, wall: float) -> Optimum:
+    """The solution read back: completions, schedules, utility recomputed, bound and gap."""
     sol = np.round(res.x).astype(np.int64)
     completion, schedule = {}, {}
     for (ji, T), col in zidx.items():
@@ -135,12 +171,7 @@ def solve(inst: Instance, *, time_limit_s: float = 60.0, rel_gap: float = 1e-9, 
     bound = -float(dual_bound) / scale if dual_bound is not None and np.isfinite(dual_bound) else util
     gap = float(res.mip_gap) if getattr(res, "mip_gap", None) is not None and np.isfinite(res.mip_gap) else 0.0
     bound = max(bound, util)
-    opt = Optimum(util, bound, gap, status, wall, completion, {k: sorted(v) for k, v in schedule.items()})
-    if verify_solution:
-        verify(inst, opt.completion, opt.schedule)
-        if abs(util + float(res.fun) / scale) > 1e-6 * max(1.0, util):
-            raise RuntimeError(f"objective {-res.fun / scale} != recomputed utility {util}")
-    return opt
+    return Optimum(util, bound, gap, status, wall, completion, {k: sorted(v) for k, v in schedule.items()})
 
 
 def _pos(inst: Instance, jid: int) -> int:

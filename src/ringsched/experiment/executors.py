@@ -93,6 +93,80 @@ def _end_workers(ex: ProcessPoolExecutor) -> None:
     ex.shutdown(wait=True, cancel_futures=True)
 
 
+class _Board:
+    """The parent's view of a run: the progress bars (one per task, or one of tasks done), the
+    lines printed as tasks start and end, and the workers' progress messages drained into them."""
+
+    def __init__(self, tasks: Sequence[Task], per_task_bars: bool, label: str, console: Console, show: bool):
+        self.console, self.show, self.per_task_bars = console, show, per_task_bars
+        self.live = console.is_terminal and show
+        self.progress = Progress(
+            TextColumn("{task.description:<12}", markup=False, style="bold"), BarColumn(bar_width=30),
+            MofNCompleteColumn(), TextColumn("{task.fields[unit]}"), TextColumn("{task.fields[day]}"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[state]}"),
+            console=console, disable=not self.live, transient=False)
+        self.bars: dict[str, Any] = {}
+        self.overall = None
+        if per_task_bars:
+            for t in tasks:
+                self.bars[t.key] = self.progress.add_task(t.key, total=max(t.total, 1), start=False, unit="jobs",
+                                                          day="", state="queued")
+        else:
+            self.overall = self.progress.add_task(label, total=len(tasks), unit="", day="", state="")
+        self.started: set[str] = set()
+
+    def note(self, text: str, style: str | None = None) -> None:
+        # user strings (policy specs, error messages) are printed as they are: no markup, no emoji
+        if not self.show:
+            return
+        target = self.progress.console if self.live else self.console
+        target.print(text, style=style, markup=False, emoji=False, highlight=False, soft_wrap=not self.live)
+
+    def drain(self, queue) -> None:
+        """The workers' messages so far (waiting up to 0.1 s for the first)."""
+        first = True
+        while True:
+            try:
+                msg = queue.get(timeout=0.1) if first else queue.get_nowait()
+            except Empty:
+                return
+            first = False
+            kind, key = msg[0], msg[1]
+            if kind == "start" and key not in self.started:
+                self.started.add(key)
+                if key in self.bars:
+                    self.progress.start_task(self.bars[key])
+                    self.progress.update(self.bars[key], state="running")
+                if not self.live and self.per_task_bars:
+                    self.note(f"{key}: started")
+            elif kind == "progress" and key in self.bars:
+                _, _, sim_s, done, total = msg
+                self.progress.update(self.bars[key], completed=done, total=max(total, 1),
+                                     day=f"sim day {sim_s / 86400:.1f}")
+
+    def finish(self, f: Future, key: str, out: RunOutcome, on_done) -> None:
+        """A finished task: its result or error kept, its bar closed, ``on_done``'s line printed."""
+        progress, bars = self.progress, self.bars
+        exc = f.exception()
+        if exc is not None:
+            out.errors[key] = f"{type(exc).__name__}: {exc}"
+            if key in bars:
+                progress.update(bars[key], state="[red]failed")
+            self.note(f"{key}: failed: {out.errors[key]}", "red")
+        else:
+            value = f.result()
+            out.results[key] = value
+            if key in bars:
+                total = next((t.total for t in progress.tasks if t.id == bars[key]), None)
+                progress.update(bars[key], completed=total, state="[green]done")
+                progress.stop_task(bars[key])
+            line = on_done(key, value) if on_done else None
+            if line:
+                self.note(line)
+        if self.overall is not None:
+            progress.update(self.overall, advance=1, state=f"{len(out.errors)} failed" if out.errors else "")
+
+
 def run_parallel(tasks: Sequence[Task], *, workers: int | None = None, per_task_bars: bool = True,
                  label: str = "runs", console: Console | None = None,
                  on_done: Callable[[str, Any], str | None] | None = None,
@@ -102,105 +176,40 @@ def run_parallel(tasks: Sequence[Task], *, workers: int | None = None, per_task_
     of tasks done. ``on_done(key, value)`` may return a line to print when a task finishes;
     ``warm()`` runs in a background thread of this process once the workers have started;
     ``show=False``: no bars and no lines (the Python API)."""
-    console = console or Console(stderr=True)
     out = RunOutcome(workers=default_workers(len(tasks), workers))
     t0 = time.perf_counter()
-    live = console.is_terminal and show
-    progress = Progress(TextColumn("{task.description:<12}", markup=False, style="bold"), BarColumn(bar_width=30),
-                        MofNCompleteColumn(), TextColumn("{task.fields[unit]}"),
-                        TextColumn("{task.fields[day]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                        TimeRemainingColumn(), TextColumn("{task.fields[state]}"),
-                        console=console, disable=not live, transient=False)
-    bars: dict[str, Any] = {}
-    if per_task_bars:
-        for t in tasks:
-            bars[t.key] = progress.add_task(t.key, total=max(t.total, 1), start=False, unit="jobs",
-                                            day="", state="queued")
-    else:
-        overall = progress.add_task(label, total=len(tasks), unit="", day="", state="")
+    board = _Board(tasks, per_task_bars, label, console or Console(stderr=True), show)
     ctx = _pool_context()
     queue = ctx.Queue()
-    started: set[str] = set()
     pending: dict[Future, str] = {}
     ex = ProcessPoolExecutor(max_workers=out.workers, mp_context=ctx, initializer=worker_init,
                              initargs=(queue,))
-
-    def note(text: str, style: str | None = None) -> None:
-        # user strings (policy specs, error messages) are printed as they are: no markup, no emoji
-        if not show:
-            return
-        target = progress.console if live else console
-        target.print(text, style=style, markup=False, emoji=False, highlight=False, soft_wrap=not live)
-
-    def drain() -> None:
-        first = True
-        while True:
-            try:
-                msg = queue.get(timeout=0.1) if first else queue.get_nowait()
-            except Empty:
-                return
-            first = False
-            kind, key = msg[0], msg[1]
-            if kind == "start" and key not in started:
-                started.add(key)
-                if key in bars:
-                    progress.start_task(bars[key])
-                    progress.update(bars[key], state="running")
-                if not live and per_task_bars:
-                    note(f"{key}: started")
-            elif kind == "progress" and key in bars:
-                _, _, sim_s, done, total = msg
-                progress.update(bars[key], completed=done, total=max(total, 1), day=f"sim day {sim_s / 86400:.1f}")
-
     try:
         for t in sorted(tasks, key=lambda t: -t.cost):  # longest first: less idle at the end
             pending[ex.submit(t.fn, *t.args)] = t.key
-        progress.start()
+        board.progress.start()
         if warm is not None:
             out.warm_thread = threading.Thread(target=warm, name="warm-up", daemon=True)
             out.warm_thread.start()
         while pending:
-            drain()
+            board.drain(queue)
             done, _ = wait(list(pending), timeout=0, return_when=FIRST_COMPLETED)
             for f in done:
-                key = pending.pop(f)
-                _finish(f, key, out, progress, bars, note, on_done, per_task_bars)
-                if not per_task_bars:
-                    progress.update(overall, advance=1, state=f"{len(out.errors)} failed" if out.errors else "")
+                board.finish(f, pending.pop(f), out, on_done)
     except KeyboardInterrupt:
         out.interrupted = True
         # keep what had finished when the interrupt came
         for f, key in list(pending.items()):
             if f.done() and not f.cancelled() and f.exception() is None:
                 pending.pop(f)
-                _finish(f, key, out, progress, bars, note, on_done, per_task_bars)
+                board.finish(f, key, out, on_done)
         out.unfinished = [k for k in pending.values()]
         _end_workers(ex)
     else:
         ex.shutdown(wait=True)
     finally:
-        progress.stop()
+        board.progress.stop()
         queue.close()
         queue.cancel_join_thread()
     out.wall_s = time.perf_counter() - t0
     return out
-
-
-def _finish(f: Future, key: str, out: RunOutcome, progress: Progress, bars: dict, note, on_done,
-            per_task_bars: bool) -> None:
-    exc = f.exception()
-    if exc is not None:
-        out.errors[key] = f"{type(exc).__name__}: {exc}"
-        if key in bars:
-            progress.update(bars[key], state="[red]failed")
-        note(f"{key}: failed: {out.errors[key]}", "red")
-        return
-    value = f.result()
-    out.results[key] = value
-    if key in bars:
-        total = next((t.total for t in progress.tasks if t.id == bars[key]), None)
-        progress.update(bars[key], completed=total, state="[green]done")
-        progress.stop_task(bars[key])
-    line = on_done(key, value) if on_done else None
-    if line:
-        note(line)

@@ -125,7 +125,6 @@ class Lender:
 
     def _lend_idle(self, idle, nodes, slot: int, out: dict, previous, idle_cap: IdleCapacity) -> None:
         """Lend to jobs with nothing committed in this slot (``idle_cap`` is updated)."""
-        nic = self.p.nic_share
         order = self._order(idle, nodes)
         cap = idle_cap.as_lists()
         free_total = sum(cap.free)
@@ -139,39 +138,20 @@ class Lender:
             js = idle[i]
             prev = previous.get(js.job_id, ())
             plan = self.book.plans.get(js.job_id)
-            if plan is not None:
-                # a planned job starts early where its plan will run it (no move later): its
-                # own reservations are what the lookahead would see there, so check this slot
-                first = plan.first_placement
-                if upgrading and keeps_faster(self, js, prev, first, nodes, cap, gpu_of):
-                    # upgraded before onto a faster type (upgrade.py): it stays while that is idle
-                    _, _, multi, pairs = sparse(prev)
-                    out[js.job_id] = prev
-                    free_total += cap.take_now(pairs, multi)
-                    now_total -= len(prev)
+            # a planned job starts early where its plan runs it; a lent job stays where it runs
+            pl = self._planned_now(js, prev, plan, nodes, cap, gpu_of, upgrading) if plan is not None else None
+            work = None
+            if pl is None:  # (no plan, or its planned servers are busy now: lent others until it starts)
+                work = self._backfill_work(js, nodes, slot)  # None: no backfilling for it
+                if free_total < js.job.min_workers and work is None:
                     continue
-                _, _, multi, pairs = sparse(first)
-                if cap.fits_now(pairs, multi):
-                    out[js.job_id] = first
-                    free_total += cap.take_now(pairs, multi)
-                    now_total -= len(first)
-                    continue
-                # its planned servers are busy now: lend it others until its plan starts
-            work = self._backfill_work(js, nodes, slot)  # None: no backfilling for it
-            if free_total < js.job.min_workers and work is None:
+                pl = self._kept(js, prev, cap) if prev else None
+            if pl is not None:
+                _, _, multi, pairs = sparse(pl)
+                out[js.job_id] = pl
+                free_total += cap.take_now(pairs, multi)
+                now_total -= len(pl)
                 continue
-            if prev:
-                # where it runs on lent GPUs now, it stays while they are idle in this slot: a
-                # commitment due later takes them back then, and moving earlier gains nothing.
-                # A grown ring keeps only its base here: the GPUs it grew on go to waiting jobs
-                # first, and the top-up phase gives back what they leave idle
-                keep = self._base_of(js.job_id, prev)
-                _, _, multi, pairs = sparse(keep)
-                if cap.fits_now(pairs, multi):
-                    out[js.job_id] = keep
-                    free_total += cap.take_now(pairs, multi)
-                    now_total -= len(keep)
-                    continue
             self.lent_base.pop(js.job_id, None)
             if work is not None and (took := self._backfill(js, work, nodes, slot, cap, out)):
                 free_total = sum(cap.free)
@@ -179,28 +159,54 @@ class Lender:
                 continue
             if free_total < js.job.min_workers:
                 continue
-            # a lent ring stays inside one server unless the job cannot run on fewer GPUs:
-            # lent GPUs may be taken back next slot, and a spread ring is slow anyway
-            w = min(self.p.most_workers(js.job, nodes.cluster.total_gpus), max(max(cap.free), js.job.min_workers))
-            frees = one_type_free(  # one GPU type per ring, the job's fastest first
-                np.array(cap.free, dtype=np.int64), self.views(nodes.cluster)[0],
-                lambda g: nodes.speed.throughput_sps(js.job.model, js.job.local_bsz, (1, 1, 1, 1), gpu=g))
-            while w >= js.job.min_workers:
-                for free_arr in frees:
-                    pl = consolidated(w, free_arr)
-                    if pl is not None:
-                        _, _, multi, pairs = sparse(pl)
-                        if not multi or all(cap.bfree[s] >= nic for s, _ in pairs):
-                            break
-                    pl = None
-                if pl is not None:
-                    out[js.job_id] = pl
-                    cap.take_for_lookahead(pairs, multi)
-                    free_total = sum(cap.free)
-                    now_total -= w
-                    break
-                w -= 1
+            found = self._new_ring(js, nodes, cap)
+            if found is not None:
+                pl, pairs, multi = found
+                out[js.job_id] = pl
+                cap.take_for_lookahead(pairs, multi)
+                free_total = sum(cap.free)
+                now_total -= len(pl)
         idle_cap.assign(cap)
+
+    def _planned_now(self, js, prev: tuple, plan, nodes, cap, gpu_of, upgrading: bool) -> tuple | None:
+        """Where a planned job runs early in this slot: its plan's first placement when idle now
+        (no move later: its own reservations are what the lookahead would see there), or, once
+        upgraded onto a faster type (``upgrade.py``), where it runs while that is idle; None
+        when its planned servers are busy."""
+        first = plan.first_placement
+        if upgrading and keeps_faster(self, js, prev, first, nodes, cap, gpu_of):
+            return prev
+        _, _, multi, pairs = self.book.sparse(first)
+        return first if cap.fits_now(pairs, multi) else None
+
+    def _kept(self, js, prev: tuple, cap) -> tuple | None:
+        """Where a job runs on lent GPUs now, it stays while they are idle in this slot: a
+        commitment due later takes them back then, and moving earlier gains nothing. A grown
+        ring keeps only its base here: the GPUs it grew on go to waiting jobs first, and the
+        top-up phase gives back what they leave idle."""
+        keep = self._base_of(js.job_id, prev)
+        _, _, multi, pairs = self.book.sparse(keep)
+        return keep if cap.fits_now(pairs, multi) else None
+
+    def _new_ring(self, js, nodes, cap) -> tuple | None:
+        """(placement, its pairs, crosses servers) of a new lent ring: the widest the idle GPUs
+        hold, down to the job's fewest workers, on its fastest GPU type first. A lent ring stays
+        inside one server unless the job cannot run on fewer GPUs: lent GPUs may be taken back
+        next slot, and a spread ring is slow anyway."""
+        nic = self.p.nic_share
+        w = min(self.p.most_workers(js.job, nodes.cluster.total_gpus), max(max(cap.free), js.job.min_workers))
+        frees = one_type_free(  # one GPU type per ring, the job's fastest first
+            np.array(cap.free, dtype=np.int64), self.views(nodes.cluster)[0],
+            lambda g: nodes.speed.throughput_sps(js.job.model, js.job.local_bsz, (1, 1, 1, 1), gpu=g))
+        while w >= js.job.min_workers:
+            for free_arr in frees:
+                pl = consolidated(w, free_arr)
+                if pl is not None:
+                    _, _, multi, pairs = self.book.sparse(pl)
+                    if not multi or all(cap.bfree[s] >= nic for s, _ in pairs):
+                        return pl, pairs, multi
+            w -= 1
+        return None
 
     def _backfill_work(self, js, nodes, slot: int) -> float | None:
         """The job's remaining work at the estimates' pessimistic factor, when alone at its widest

@@ -281,7 +281,7 @@ class Watched(Gadget):
             if jid in before and (before[jid][4] is plan or before[jid][1:4] == (plan.last_slot, plan.finish_s, plan.payoff)):
                 continue  # (the same plan, or the same committed again after a swap was undone)
             # (planned at any payoff: behind its plan, displaced, started under strict admission,
-            # or the one job of the reservation against starvation, ``Gadget._reservation``)
+            # or the one job of the reservation against starvation, ``reserve.reservation``)
             must = jid in behind | displaced or (self.p.admission == "strict" and active[jid].first_start_s is not None) \
                 or jid == self.reserved[0]
             assert must or plan.payoff > 0, f"{jid} admitted at payoff {plan.payoff}"

@@ -1,4 +1,4 @@
-"""The reservation against starvation (``GadgetParams.reserve_wide``, ``Gadget._reservation``):
+"""The reservation against starvation (``GadgetParams.reserve_wide``, ``reserve.reservation``):
 the first job with nothing left to earn that needs more than one GPU, neither runs nor has a
 plan, is planned at any payoff, one at a time, so the GPUs it needs are reserved in the ledger
 (which lending leaves alone) instead of being lent to each newcomer first."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 from ringsched.cluster.model import parse_spec
 from ringsched.policies import JobState
 from ringsched.policies.gadget.policy import Gadget
+from ringsched.policies.gadget.reserve import reservation
 from ringsched.simulator import SimConfig, Simulator
 from test_gadget import nodes
 from test_gadget_on_time import rigid, sigmoid
@@ -55,11 +56,11 @@ def test_one_reservation_at_a_time_for_the_first_wide_waiting_job():
     g.optimize(jobs, n, {"running": (8,) * 8})
     assert "first" in g.plans and "second" not in g.plans and "narrow" not in g.plans
     assert "running" not in g.plans
-    assert g._reservation(jobs, n, 67, {"running": (8,) * 8}) == set()  # (the first one's plan stands)
-    assert fresh_policy(n, jobs)._reservation([narrow, running, second], n, 66, {"running": (8,) * 8}) == {"second"}
+    assert reservation(g, jobs, n, 67, {"running": (8,) * 8}) == set()  # (the first one's plan stands)
+    assert reservation(fresh_policy(n, jobs), [narrow, running, second], n, 66, {"running": (8,) * 8}) == {"second"}
     fresh = JobState(rigid("fresh", 19_000.0, 8, 1_800.0, c, dead), 4, 1_800.0)  # (waited 1,000 s of its 1,800)
-    assert fresh_policy(n, [fresh])._reservation([fresh], n, 66, {}) == set()
-    assert fresh_policy(n, jobs, reserve_wide=False)._reservation(jobs, n, 66, {}) == set()
+    assert reservation(fresh_policy(n, [fresh]), [fresh], n, 66, {}) == set()
+    assert reservation(fresh_policy(n, jobs, reserve_wide=False), jobs, n, 66, {}) == set()
 
 
 def fresh_policy(n, jobs, **options):

@@ -53,7 +53,7 @@ class GadgetParams:
     on_time_share: float = 0.5
     # deferred admission: the first job with nothing left to earn that needs more than one GPU,
     # neither runs nor has a plan and has waited its time alone is planned at any payoff, one
-    # at a time (a reservation against starvation behind jobs on lent GPUs: Gadget._reservation)
+    # at a time (a reservation against starvation behind jobs on lent GPUs: gadget/reserve.py)
     reserve_wide: bool = True
     displace: int = 4  # failed offers per decision that may take a longer job's near GPUs (displace.py)
     # ... and offers whose plan starts after this decision (the fairness objective sets it: a

@@ -35,9 +35,10 @@ import math
 from ringsched.errors import InputError
 from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
-from ringsched.policies.common import priority_first, queue_key
+from ringsched.policies.common import priority_first
 from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.displace import displace
+from ringsched.policies.gadget.reserve import reservation
 from ringsched.policies.gadget.calibration import Calibrated
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
@@ -81,7 +82,7 @@ class Gadget(Policy):
         self.guarded: set[str] = set()  # jobs planned as overdue: their plans are not moved for another's
         self.displaced: list[tuple[str, str]] = []  # (displaced job, the job it made room for) at this decision
         self._on_time: tuple = (None, None)  # the last ``on_time_by``: (job, estimate, time, progress), its value
-        self.reserved: tuple = (None, None)  # (job planned by ``_reservation``, the slot it was tried in)
+        self.reserved: tuple = (None, None)  # (job planned by ``reserve.reservation``, the slot it was tried in)
         self.errors = EstimateError(self.p.lend_triage_quantile, self.p.calibrate_spread)  # seen as jobs finish
         self.calibrated = Calibrated(self.errors)  # the jobs with estimates scaled by a consistent bias
         self._bias_version = 0
@@ -198,7 +199,7 @@ class Gadget(Policy):
         behind |= self._release_reestimated(active, slot)
         self.overdue = overdue(jobs, nodes.now_s, self.p.rho_guard, self.book.plans)
         behind |= self.overdue
-        behind |= self._reservation(jobs, nodes, slot, previous_allocations)
+        behind |= reservation(self, jobs, nodes, slot, previous_allocations)
         self._offer_unplanned(jobs, active, nodes, slot, behind, previous_allocations)
         out, running_plan = self._planned_placements(active, nodes, slot, previous_allocations)
         if self.p.work_conserving:
@@ -207,34 +208,6 @@ class Gadget(Policy):
                 self.book.commit_early_runs(out, slot, nodes, self.p.lend_lookahead)
         self.usage.record(nodes.now_s, jobs, out, self.book.plans, slot, nodes.slot_s)
         return out
-
-    def _reservation(self, jobs, nodes: Nodes, slot: int, previous_allocations) -> set[str]:
-        """The job to plan at any payoff now (``reserve_wide``), as a job behind its plan: the
-        first by priority and arrival of the jobs with nothing left to earn (``on_time_by`` None)
-        that need more than one GPU, have no plan, do not run and have waited at least their
-        time alone (a job that merely looks dead because its estimate is too large is not
-        reserved for at once: under ``lognormal:1`` that cost Philly VC 7f04ca 2% of its
-        utility); none while an earlier one's plan stands, and once a slot while its search
-        finds no plan. Such a job is lent GPUs only after every job that can still earn, and
-        while 1-GPU jobs keep running on lent GPUs, the GPUs it needs are never idle at once: on
-        synthetic 16x8 at load 2.1 (rigid), two 16-GPU jobs of half an hour waited from 85 ks to
-        237 ks. A plan reserves its GPUs in the ledger, which lending does not touch: EASY
-        backfilling's reservation for the queue's head, here for the jobs whose utility no
-        longer orders them."""
-        held, tried = self.reserved
-        plans = self.book.plans
-        if not self.p.reserve_wide or held in plans:
-            return set()
-        if held is not None and slot == tried and held not in previous_allocations and \
-                any(js.job_id == held for js in jobs):
-            return set()  # (its last search found no plan)
-        waited = [js for js in jobs if js.job.min_workers > 1 and js.job_id not in plans
-                  and js.job_id not in previous_allocations and nodes.now_s - js.job.arrival_s >= self.alone_s(js, nodes)]
-        for js in sorted(waited, key=queue_key):  # (the costlier test last, in queue order)
-            if self.on_time_by(js, nodes) is None:
-                self.reserved = (js.job_id, slot)
-                return {js.job_id}
-        return set()
 
     def on_finish(self, job_id: str) -> None:
         """A job left: a completed one tells the estimates' error (``estimate_error.py``)."""
@@ -278,27 +251,8 @@ class Gadget(Policy):
         were released: re-offers rarely succeed and were most of GADGET's time on long traces.
         The first ``displace`` offers that fail (with ``displace_late``, also those whose plan
         starts after this decision) may each take a longer job's near GPUs (``displace.py``)."""
-        cap = self.p.max_plans_per_slot
-        groups: tuple[list, list, list, list] = ([], [], [], [])  # behind (new, tried), new, tried
-        plans = self.book.plans
-        for js in jobs:
-            jid = js.job_id
-            if jid not in plans:
-                groups[(0 if jid in behind else 2) + (jid in self.last_try)].append(js)
-        key = self._offer_key(nodes)
-        first = sorted(groups[0], key=key) + sorted(groups[1], key=key) + sorted(groups[2], key=key)
-        ready = [js for js in groups[3] if self._retry_due(js.job_id, slot)]
-        offers = []
-        for js in first[:cap] + heapq.nsmallest(max(0, cap - len(first)), ready, key=key):
-            must = js.job_id in behind or (js.first_start_s is not None and self.p.admission == "strict")
-            offers.append((js, self.last_try.get(js.job_id), must))
-        quick = {}
-        if self.p.bound_first:  # the cheap bounds of the decision's offers, at once
-            free_to_skip = [js for js, _, must in offers if not must]
-            vals = self.bounds.quick_bounds([(js.job, planned_remaining(js, nodes.now_s, self.p.stop_converged),
-                                              self._horizon_end(js, nodes))
-                                             for js in free_to_skip], nodes, slot)
-            quick = {js.job_id: float(v) for js, v in zip(free_to_skip, vals)}
+        offers = self._offers(jobs, nodes, slot, behind)
+        quick = self._quick_bounds(offers, nodes, slot)
         swaps = self.p.displace  # (``displace.py``: a failed offer may take a longer job's near GPUs)
         for js, last, must in offers:
             jid = js.job_id
@@ -332,6 +286,36 @@ class Gadget(Policy):
                 self.misses.pop(jid, None)
             elif last is not None:
                 self.misses[jid] = self.misses.get(jid, 0) + 1
+
+    def _offers(self, jobs, nodes: Nodes, slot: int, behind: set) -> list[tuple]:
+        """This decision's offers, (job, its last try, taken at any payoff), at most
+        ``max_plans_per_slot``: the jobs behind their plans, then new ones, then deferred ones due
+        for a retry, each group by ``_offer_key``."""
+        cap = self.p.max_plans_per_slot
+        groups: tuple[list, list, list, list] = ([], [], [], [])  # behind (new, tried), new, tried
+        plans = self.book.plans
+        for js in jobs:
+            jid = js.job_id
+            if jid not in plans:
+                groups[(0 if jid in behind else 2) + (jid in self.last_try)].append(js)
+        key = self._offer_key(nodes)
+        first = sorted(groups[0], key=key) + sorted(groups[1], key=key) + sorted(groups[2], key=key)
+        ready = [js for js in groups[3] if self._retry_due(js.job_id, slot)]
+        offers = []
+        for js in first[:cap] + heapq.nsmallest(max(0, cap - len(first)), ready, key=key):
+            must = js.job_id in behind or (js.first_start_s is not None and self.p.admission == "strict")
+            offers.append((js, self.last_try.get(js.job_id), must))
+        return offers
+
+    def _quick_bounds(self, offers: list[tuple], nodes: Nodes, slot: int) -> dict[str, float]:
+        """The cheap payoff bounds of the offers that may be skipped, at once (``bound_first``)."""
+        if not self.p.bound_first:
+            return {}
+        free_to_skip = [js for js, _, must in offers if not must]
+        vals = self.bounds.quick_bounds([(js.job, planned_remaining(js, nodes.now_s, self.p.stop_converged),
+                                          self._horizon_end(js, nodes))
+                                         for js in free_to_skip], nodes, slot)
+        return {js.job_id: float(v) for js, v in zip(free_to_skip, vals)}
 
     def _offer_key(self, nodes: Nodes):
         """The order of one decision's offers: priority (a strict class), then the remaining time

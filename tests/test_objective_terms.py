@@ -372,26 +372,39 @@ def test_suite_objective_tables_are_recomputed_from_the_parquet(tmp_path):
 
 
 def test_the_objective_target_is_read_paired_per_seed_with_its_interval():
-    """The target is 1% ahead of the best baseline on every seed while the seeds differ 10x: the
-    paired difference is +1% with an interval of zero width, and the second-best baseline is not
-    paired with. Mutants caught: pairs across seeds (the interval spans the seeds' spread); the
-    pairs taken with another baseline than the workload's best (its mean is off); the jct
-    reference counted as the target."""
+    """The target is 1%, 2% and 4% ahead of the workload's best baseline (srtf, on the means) on
+    its three seeds while the seeds differ 10x: the pairs are those ratios, with their Student-t
+    interval, even on the seed where fifo beats srtf; a missing cell drops its pair, and one pair
+    alone has no interval. Mutants caught: pairs across seeds (the seeds' spread enters); the
+    best baseline taken per seed (fifo on one); the interval of no width or at another level;
+    the jct reference counted as the target."""
+    from scipy import stats
+
     from ringsched.experiment.suite_objectives import objective_overall, objective_table
 
     spec, rows = "deadline,slack=2", []
+    ahead = (1.01, 1.02, 1.04)
     for w, scale in (("a", 1.0), ("b", 3.0)):
         for seed, level in enumerate((10.0, 100.0, 1000.0)):
-            for pol, f, decided in (("gadget", 1.01, spec), ("gadget", 0.5, "jct"), ("srtf", 1.0, spec),
-                                    ("fifo", 0.9, spec)):
+            fifo = 1.03 if (w, seed) == ("a", 0) else 0.9  # (fifo ahead of srtf on one seed only)
+            for pol, f, decided in (("gadget", ahead[seed], spec), ("gadget", 0.5, "jct"), ("srtf", 1.0, spec),
+                                    ("fifo", fifo, spec)):
                 rows.append({"workload": w, "estimates": "exact", "seed": seed, "policy": pol, "objective": spec,
                              "decided_as": decided, "deadline_met": scale * level * f})
     cells = pd.DataFrame(rows)
     t = objective_table(cells, "gadget")
     o = objective_overall(t, cells, "gadget").iloc[0]
-    assert set(t.best_baseline) == {"srtf"} and o.pairs == 6
-    assert o.paired_rel_diff == pytest.approx(0.01) and o.ci_low == pytest.approx(0.01)
-    assert o.ci_high == pytest.approx(0.01)
+    d = np.array([a - 1 for a in ahead] * 2)
+    half = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
+    assert set(t.best_baseline) == {"srtf"} and o.pairs == 6 and o.level == 0.95
+    assert o.paired_rel_diff == pytest.approx(d.mean())
+    assert (o.ci_low, o.ci_high) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    gone = cells.drop(index=cells.index[(cells.workload == "b") & (cells.seed == 2) & (cells.policy == "gadget")
+                                        & (cells.decided_as == spec)])
+    assert objective_overall(objective_table(gone, "gadget"), gone, "gadget").iloc[0].pairs == 5
+    one = cells[(cells.workload == "a") & (cells.seed == 1)]
+    o1 = objective_overall(objective_table(one, "gadget"), one, "gadget").iloc[0]
+    assert o1.pairs == 1 and o1.paired_rel_diff == pytest.approx(0.02) and np.isnan(o1.ci_low)
 
 
 def test_cli_suite_objective_prints_its_metric(cli, tmp_path):

@@ -144,8 +144,9 @@ class _Board:
                 self.progress.update(self.bars[key], completed=done, total=max(total, 1),
                                      day=f"sim day {sim_s / 86400:.1f}")
 
-    def finish(self, f: Future, key: str, out: RunOutcome, on_done) -> None:
-        """A finished task: its result or error kept, its bar closed, ``on_done``'s line printed."""
+    def finish(self, f: Future, key: str, out: RunOutcome, on_done, advance: bool = True) -> None:
+        """A finished task: its result or error kept, its bar closed, ``on_done``'s line printed;
+        the bar of tasks done advanced unless the task is kept after Ctrl-C (``advance``)."""
         progress, bars = self.progress, self.bars
         exc = f.exception()
         if exc is not None:
@@ -163,7 +164,7 @@ class _Board:
             line = on_done(key, value) if on_done else None
             if line:
                 self.note(line)
-        if self.overall is not None:
+        if advance and self.overall is not None:
             progress.update(self.overall, advance=1, state=f"{len(out.errors)} failed" if out.errors else "")
 
 
@@ -202,7 +203,7 @@ def run_parallel(tasks: Sequence[Task], *, workers: int | None = None, per_task_
         for f, key in list(pending.items()):
             if f.done() and not f.cancelled() and f.exception() is None:
                 pending.pop(f)
-                board.finish(f, key, out, on_done)
+                board.finish(f, key, out, on_done, advance=False)
         out.unfinished = [k for k in pending.values()]
         _end_workers(ex)
     else:

@@ -188,33 +188,52 @@ def ratios(cells: pd.DataFrame, target: str = "gadget") -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def pair_index(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """The cells that decided as under their objective, indexed by (workload, estimates, seed,
+    policy), and the seeds each (workload, estimates) ran: what ``rel_diffs`` pairs."""
+    own = decided_by_objective(cells)
+    return (own.set_index(["workload", "estimates", "seed", "policy"]).sort_index(),
+            own.groupby(["workload", "estimates"])["seed"].unique())
+
+
+def rel_diffs(idx: pd.DataFrame, seeds: pd.Series, workload: str, est: str, target: str, best: str,
+              metric: str) -> list[float]:
+    """target / best - 1 of ``metric`` per seed of the workload, where both cells finished (an
+    interrupted run lacks some) and the best's value is not 0."""
+    out = []
+    for seed in sorted(seeds.get((workload, est), ())):
+        a, b = (workload, est, seed, target), (workload, est, seed, best)
+        if a in idx.index and b in idx.index and idx.loc[b, metric]:
+            out.append(float(idx.loc[a, metric] / idx.loc[b, metric] - 1.0))
+    return out
+
+
+def mean_interval(d, level: float) -> tuple[float, float, float, int]:
+    """(mean, low, high, pairs) of a Student-t interval of the mean over the finite values of
+    ``d``; NaN bounds under two values (one pair has no spread to read)."""
+    from scipy import stats
+
+    d = np.asarray(d, dtype=float)
+    d = d[np.isfinite(d)]
+    half = (float(stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size))
+            if d.size > 1 else np.nan)
+    mean = float(d.mean()) if d.size else np.nan
+    return mean, mean - half, mean + half, int(d.size)
+
+
 def paired(cells: pd.DataFrame, r: pd.DataFrame, target: str = "gadget", level: float = 0.95) -> pd.DataFrame:
     """Per estimate setting and metric: the target's relative difference to the workload's best
     baseline (fixed per workload by ``ratios``), paired per workload and seed; its mean and a
     Student-t confidence interval over the pairs."""
-    from scipy import stats
-
     out = []
-    idx = decided_by_objective(cells).set_index(["workload", "estimates", "seed", "policy"])
+    idx, seeds = pair_index(cells)
     for est, rr in r.groupby("estimates", sort=False):
         for m, _ in METRICS:
-            d = []
-            for row in rr.itertuples():
-                best = getattr(row, f"{m}_best")
-                for seed in sorted(set(cells.loc[(cells.workload == row.workload) & (cells.estimates == est), "seed"])):
-                    pair = (row.workload, est, seed, target), (row.workload, est, seed, best)
-                    if not (pair[0] in idx.index and pair[1] in idx.index):
-                        continue  # (an interrupted run: one of the two cells did not finish)
-                    a, b = idx.loc[pair[0], m], idx.loc[pair[1], m]
-                    if b:
-                        d.append(a / b - 1.0)
-            d = np.asarray(d, dtype=float)
-            d = d[np.isfinite(d)]
-            half = (float(stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size))
-                    if d.size > 1 else np.nan)
-            mean = float(d.mean()) if d.size else np.nan
-            out.append({"estimates": est, "metric": m, "pairs": int(d.size), "mean_rel_diff": mean,
-                        "ci_low": mean - half, "ci_high": mean + half, "level": level})
+            d = [x for row in rr.itertuples()
+                 for x in rel_diffs(idx, seeds, row.workload, est, target, getattr(row, f"{m}_best"), m)]
+            mean, lo, hi, n = mean_interval(d, level)
+            out.append({"estimates": est, "metric": m, "pairs": n, "mean_rel_diff": mean,
+                        "ci_low": lo, "ci_high": hi, "level": level})
     return pd.DataFrame(out)
 
 

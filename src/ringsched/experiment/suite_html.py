@@ -31,7 +31,8 @@ def suite_page(tables: dict[str, pd.DataFrame], target: str) -> str:
              _table(r[["workload", "estimates"] + keep] if len(r) else r, "Per workload"),
              _table(tables["workloads"], "Workloads: offered load and GPU utilisation over the busy period"),
              *([_table(tables["objective_overall"], "The objective's metrics: geometric means over workloads "
-                       "(target, target deciding as jct, best baseline)"),
+                       "(target, target deciding as jct, best baseline; the target's difference to the best baseline "
+                       "paired per workload and seed, with its Student-t interval)"),
                 _table(tables["objective"], "The objective's metrics per workload")]
                if len(tables.get("objective", ())) else []),
              "</body></html>"]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.experiment.objectives import parse_objective
-from ringsched.reports.metrics import t_interval
+from ringsched.experiment.suite import mean_interval, pair_index, rel_diffs
 
 
 def objective_table(cells: pd.DataFrame, target: str) -> pd.DataFrame:
@@ -46,19 +46,11 @@ def objective_table(cells: pd.DataFrame, target: str) -> pd.DataFrame:
 def _paired(cells: pd.DataFrame, t: pd.DataFrame, target: str, level: float) -> dict:
     """Per (estimates, metric): (mean, low, high, pairs) of target / best baseline - 1, the best
     baseline fixed per workload by ``objective_table``, paired per workload and seed."""
-    own = cells[cells["decided_as"] == cells["objective"]]
-    seeds = own.groupby(["workload", "estimates"])["seed"].unique()
-    idx = own.set_index(["workload", "estimates", "seed", "policy"]).sort_index()
-    out = {}
-    for (est, m), g in t.groupby(["estimates", "metric"], sort=False):
-        d = []
-        for row in g.itertuples():
-            for seed in sorted(seeds[(row.workload, est)]):
-                a, b = (row.workload, est, seed, target), (row.workload, est, seed, row.best_baseline)
-                if a in idx.index and b in idx.index and idx.loc[b, m]:  # (an interrupted run lacks one)
-                    d.append(idx.loc[a, m] / idx.loc[b, m] - 1.0)
-        out[(est, m)] = t_interval(np.asarray(d, dtype=float), level)
-    return out
+    idx, seeds = pair_index(cells)
+    return {(est, m): mean_interval([x for row in g.itertuples()
+                                     for x in rel_diffs(idx, seeds, row.workload, est, target, row.best_baseline, m)],
+                                    level)
+            for (est, m), g in t.groupby(["estimates", "metric"], sort=False)}
 
 
 def objective_overall(t: pd.DataFrame, cells: pd.DataFrame, target: str, level: float = 0.95) -> pd.DataFrame:
@@ -86,5 +78,6 @@ def objective_overall(t: pd.DataFrame, cells: pd.DataFrame, target: str, level: 
                     "ratio_to_baseline": gm(g["ratio_to_baseline"]),
                     "better_than_jct": int(better(g["target"], g["target_jct"]).sum()),
                     "better_than_baseline": int(better(g["target"], g["baseline"]).sum()),
-                    **dict(zip(("paired_rel_diff", "ci_low", "ci_high", "pairs"), paired[(est, m)]))})
+                    **dict(zip(("paired_rel_diff", "ci_low", "ci_high", "pairs"), paired[(est, m)])),
+                    "level": level})
     return pd.DataFrame(out)

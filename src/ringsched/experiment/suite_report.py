@@ -48,11 +48,11 @@ def print_objective(tables: dict[str, pd.DataFrame], target: str, console: Conso
     console.print(tab)
     tab = Table(title="the objective's metrics: geometric means over workloads")
     for c in ("estimates", "metric", target, "as jct", "best baseline", "/ jct", "/ baseline", "better than jct",
-              "better than baseline", "paired / baseline - 1", "95% CI"):
+              "better than baseline", "paired / baseline - 1", "CI"):
         tab.add_column(c)
     for r in o.itertuples():
         tab.add_row(r.estimates, f"{r.metric} ({r.better})", _f(r.target), _f(r.target_jct), _f(r.baseline),
                     _f(r.ratio_to_jct), _f(r.ratio_to_baseline), f"{r.better_than_jct}/{r.workloads}",
                     f"{r.better_than_baseline}/{r.workloads}", _f(r.paired_rel_diff, "{:+.4f}"),
-                    f"[{_f(r.ci_low, '{:+.4f}')}, {_f(r.ci_high, '{:+.4f}')}]")
+                    f"[{_f(r.ci_low, '{:+.4f}')}, {_f(r.ci_high, '{:+.4f}')}] ({r.level:.0%})")
     console.print(tab)

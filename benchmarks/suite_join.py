@@ -25,6 +25,20 @@ def join_cells(new: pd.DataFrame, old: pd.DataFrame) -> pd.DataFrame:
     return cells.sort_values(["workload", "estimates", "seed", "policy"], kind="stable").reset_index(drop=True)
 
 
+CELL_KEY = ("workload", "estimates", "seed", "policy", "decided_as")  # one cell: its run, and how it decided
+
+
+def duplicated_cell(cells: pd.DataFrame) -> str | None:
+    """The first row (1-based) that repeats an earlier cell, described, or None: a cell twice
+    (a file joined with itself, say) would count twice in every mean and break the pairing."""
+    key = [c for c in CELL_KEY if c in cells]
+    dup = cells.duplicated(subset=key).to_numpy().nonzero()[0]
+    if not dup.size:
+        return None
+    i = int(dup[0])
+    return f"row {i + 1}: the cell ({', '.join(f'{c}={cells[c].iloc[i]}' for c in key)}) is there twice"
+
+
 def main(argv=None) -> None:
     from rich.console import Console
 
@@ -41,7 +55,14 @@ def main(argv=None) -> None:
         if not (folder / "cells.parquet").is_file():
             print(f"suite_join.py: {folder / 'cells.parquet'}: no such file (a suite's --out folder)", file=sys.stderr)
             sys.exit(2)
-    cells = join_cells(pd.read_parquet(a.new / "cells.parquet"), pd.read_parquet(a.old / "cells.parquet"))
+    tables = {}
+    for folder in (a.new, a.old):
+        tables[folder] = pd.read_parquet(folder / "cells.parquet")
+        bad = duplicated_cell(tables[folder])
+        if bad:
+            print(f"suite_join.py: {folder / 'cells.parquet'}: {bad}", file=sys.stderr)
+            sys.exit(2)
+    cells = join_cells(tables[a.new], tables[a.old])
     print_report(write_suite(a.out, cells, a.target), a.target, Console())
 
 

@@ -241,6 +241,29 @@ def test_a_join_replaces_exactly_the_new_runs_policy_and_estimate_pairs():
     assert got.drop(("exact", "gadget")).values.tolist() == [[2.0, 2]] * 3
 
 
+def test_a_join_refuses_a_cell_that_is_there_twice(tmp_path):
+    """A cells table with one cell twice (a folder joined with itself, say) is one error line
+    naming the file and the row, exit code 2, nothing written; the same table with the row gone
+    joins. Mutant caught: no check (the cell counted twice in every mean)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cols = ["workload", "seed", "estimates", "policy", "decided_as", "total_utility"]
+    old = pd.DataFrame([("w", s, "exact", p, "jct", 1.0) for s in (0, 1) for p in ("gadget", "srtf")], columns=cols)
+    for name, t in (("new", pd.concat([old.iloc[:2], old.iloc[[1]]], ignore_index=True)), ("old", old)):
+        (tmp_path / name).mkdir()
+        t.to_parquet(tmp_path / name / "cells.parquet", index=False)
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "suite_join.py"
+    run = subprocess.run([sys.executable, str(path), str(tmp_path / "new"), str(tmp_path / "old"),
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1, run.stderr
+    assert "new/cells.parquet" in lines[0] and "row 3" in lines[0] and "policy=srtf" in lines[0]
+    assert not (tmp_path / "out").exists()
+    assert _benchmark_module("suite_join").duplicated_cell(old) is None
+
+
 def test_trades_separate_utility_bought_mean_jct_from_losses():
     """``benchmarks/suite_against_each.py --trades``: a baseline faster but with far less utility
     is a trade (its mean JCT does not count at the kept utility), one at least as good on both

@@ -13,7 +13,6 @@ is recomputable from ``cells.parquet`` alone (tests/test_suite.py does it).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ import pandas as pd
 from ringsched.experiment.executors import Task, run_parallel
 from ringsched.experiment.objectives import parse_objective
 from ringsched.experiment.workloads import WORKLOADS, SuiteWorkload, offered_load, perturb_arrivals
+from ringsched.reports.metrics import t_interval
 
 METRICS = (("total_utility", "max"), ("mean_jct_s", "min"), ("p99_jct_s", "min"))
 ESTIMATES = ("exact", "lognormal:1")
@@ -209,16 +209,10 @@ def rel_diffs(idx: pd.DataFrame, seeds: pd.Series, workload: str, est: str, targ
 
 
 def mean_interval(d, level: float) -> tuple[float, float, float, int]:
-    """(mean, low, high, pairs) of a Student-t interval of the mean over the finite values of
-    ``d``; NaN bounds under two values (one pair has no spread to read)."""
-    from scipy import stats
-
-    d = np.asarray(d, dtype=float)
-    d = d[np.isfinite(d)]
-    half = (float(stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size))
-            if d.size > 1 else np.nan)
-    mean = float(d.mean()) if d.size else np.nan
-    return mean, mean - half, mean + half, int(d.size)
+    """(mean, low, high, pairs): ``reports.metrics.t_interval`` of the finite values of ``d``,
+    with NaN bounds under two values (one pair has no spread to read)."""
+    mean, lo, hi, n = t_interval(np.asarray(d, dtype=float), level)
+    return (mean, lo, hi, n) if n > 1 else (mean, np.nan, np.nan, n)
 
 
 def paired(cells: pd.DataFrame, r: pd.DataFrame, target: str = "gadget", level: float = 0.95) -> pd.DataFrame:

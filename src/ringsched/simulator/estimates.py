@@ -68,18 +68,13 @@ class Estimates:
         if self.kind == "exact":
             return list(jobs)
         mult = self.multipliers(len(jobs), seed)
-        return [_as_estimated(j, float(m)) for j, m in zip(jobs, mult)]
-
-
-def _as_estimated(job: Job, factor: float) -> Job:
-    """``job`` with its work, and its utility's duration part, ``factor`` times the truth."""
-    return job.with_work_scaled(factor)
+        return [j.with_work_scaled(float(m)) for j, m in zip(jobs, mult)]
 
 
 def reestimate(job: Job) -> Job:
     """The job re-estimated when its progress reached its estimate: the estimate (and the knee
     it implies) doubled."""
-    return _as_estimated(job, REESTIMATE_FACTOR)
+    return job.with_work_scaled(REESTIMATE_FACTOR)
 
 
 def estimates_from_text(text: str | None) -> Estimates:

@@ -15,12 +15,12 @@ stay those of the smaller estimate."""
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple
 
 from ringsched.job import REESTIMATE_FACTOR, Job
 from ringsched.policies.base import JobState
 from ringsched.policies.gadget.estimate_error import EstimateError
-
 
 
 class _Scaled(NamedTuple):
@@ -68,9 +68,7 @@ class Calibrated:
         if hit is None or hit.shown is not js.job or hit.work != work:
             factor = work / shown
             hit = self._jobs[js.job_id] = _Scaled(js.job, work, js.job.with_work_scaled(factor), factor)
-        view = JobState.__new__(JobState)
-        for name in JobState.__slots__:
-            setattr(view, name, getattr(js, name))
+        view = copy.copy(js)  # (its progress is the world's; only the estimate differs)
         view.job = hit.job
         view.isolated_s = js.isolated_s * hit.factor
         return view
@@ -78,4 +76,3 @@ class Calibrated:
     def forget(self, job_id: str) -> None:
         """Drop the job's scaled view (it left)."""
         self._jobs.pop(job_id, None)
-

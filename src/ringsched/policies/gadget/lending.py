@@ -39,12 +39,13 @@ class Lender:
         self._views: tuple | None = None  # (cluster, its GPU types ``gpu_types.type_views``, each server's)
         self.lent_base: dict[str, tuple] = {}  # a job without a plan grown on lent GPUs: its placement before
 
-    def clear_speeds(self) -> None:
-        self._alone.clear()
-
-    def forget(self, job_id: str) -> None:
-        """Drop what was cached from the job's utility (its estimate changed)."""
-        self._alone.pop(job_id, None)
+    def forget(self, job_id: str | None = None) -> None:
+        """Drop what was cached from the job's speed and utility (its estimate changed), or from
+        every job's (``None``: a refitted speed model, a new estimates' bias)."""
+        if job_id is None:
+            self._alone.clear()
+        else:
+            self._alone.pop(job_id, None)
 
     def views(self, cluster) -> tuple:
         """The cluster's GPU types (``gpu_types.type_views``) and each server's, built once per cluster."""

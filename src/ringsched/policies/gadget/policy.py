@@ -37,12 +37,12 @@ from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
 from ringsched.policies.common import priority_first
 from ringsched.policies.gadget.book import CommitmentBook, Plan
-from ringsched.policies.gadget.displace import displace
-from ringsched.policies.gadget.reserve import reservation
 from ringsched.policies.gadget.calibration import Calibrated
+from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, plan_overdue, planned_remaining
+from ringsched.policies.gadget.reserve import reservation
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, jct_at_value_s, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.search import PlanSearch
@@ -124,11 +124,15 @@ class Gadget(Policy):
         if self.planner.prices_g is None:
             self.prepare([js.job if isinstance(js, JobState) else js for js in jobs], nodes.cluster, nodes.speed)
 
-    def _drop_job_caches(self) -> None:
-        """Forget what was cached per job from its speed and utility (a refitted speed model, a
-        new estimates' bias)."""
-        self.horizon.clear()
-        self.lender.clear_speeds()
+    def _drop_job_caches(self, job_id: str | None = None) -> None:
+        """Forget what was cached from the job's speed and utility (its estimate changed), or
+        from every job's (``None``: a refitted speed model, a new estimates' bias)."""
+        if job_id is None:
+            self.horizon.clear()
+        else:
+            self.horizon.pop(job_id, None)
+        if self.lender is not None:
+            self.lender.forget(job_id)
 
     def _fixed(self, js: JobState, nodes: Nodes) -> tuple[float, float]:
         """(utility horizon s, samples/s alone on the widest ring): cached per job until its estimate changes."""
@@ -224,9 +228,7 @@ class Gadget(Policy):
         section 10)."""
         self.reestimated.add(job_id)
         self.outlived.add(job_id)
-        self.horizon.pop(job_id, None)
-        if self.lender is not None:
-            self.lender.forget(job_id)
+        self._drop_job_caches(job_id)
 
     def _release_reestimated(self, active: dict, slot: int) -> set[str]:
         """Release the plans of re-estimated jobs (in commit order, as ``release_gone``); those

@@ -25,24 +25,10 @@ def join_cells(new: pd.DataFrame, old: pd.DataFrame) -> pd.DataFrame:
     return cells.sort_values(["workload", "estimates", "seed", "policy"], kind="stable").reset_index(drop=True)
 
 
-CELL_KEY = ("workload", "estimates", "seed", "policy", "decided_as")  # one cell: its run, and how it decided
-
-
-def duplicated_cell(cells: pd.DataFrame) -> str | None:
-    """The first row (1-based) that repeats an earlier cell, described, or None: a cell twice
-    (a file joined with itself, say) would count twice in every mean and break the pairing."""
-    key = [c for c in CELL_KEY if c in cells]
-    dup = cells.duplicated(subset=key).to_numpy().nonzero()[0]
-    if not dup.size:
-        return None
-    i = int(dup[0])
-    return f"row {i + 1}: the cell ({', '.join(f'{c}={cells[c].iloc[i]}' for c in key)}) is there twice"
-
-
 def main(argv=None) -> None:
     from rich.console import Console
 
-    from ringsched.experiment.suite import write_suite
+    from ringsched.experiment.suite import duplicated_cell, write_suite
     from ringsched.experiment.suite_report import print_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

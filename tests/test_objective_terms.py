@@ -399,6 +399,7 @@ def test_the_objective_target_is_read_paired_per_seed_with_its_interval():
     assert set(t.best_baseline) == {"srtf"} and o.pairs == 6 and o.level == 0.95
     assert o.paired_rel_diff == pytest.approx(d.mean())
     assert (o.ci_low, o.ci_high) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    assert o.p_signed_rank == pytest.approx(stats.wilcoxon(d).pvalue)  # 0.031: all six pairs ahead
     gone = cells.drop(index=cells.index[(cells.workload == "b") & (cells.seed == 2) & (cells.policy == "gadget")
                                         & (cells.decided_as == spec)])
     assert objective_overall(objective_table(gone, "gadget"), gone, "gadget").iloc[0].pairs == 5

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ringsched.cluster import load_cluster
-from ringsched.experiment.suite import cells_for, run_suite, skipped_workloads, write_suite
+from ringsched.experiment.suite import cells_for, duplicated_cell, paired_reading, run_suite, skipped_workloads, write_suite
 from ringsched.experiment.workloads import WORKLOADS, perturb_arrivals
 from signal_kit import signal_at
 
@@ -105,7 +105,24 @@ def test_ratios_are_recomputed_from_the_parquet(suite_out):
         assert overall.loc[(est, "mean_jct_s"), "worst_ratio"] == pytest.approx(x.max())
     paired = pd.read_parquet(suite_out / "paired.parquet")
     assert (paired.pairs == 4).all() and (paired.ci_low <= paired.mean_rel_diff).all()
+    assert paired.p_signed_rank.between(0, 1).all()
     assert (suite_out / "index.html").read_text().count("<table") >= 3
+
+
+def test_the_signed_rank_reading_sees_through_one_huge_pair():
+    """29 seeds where the target is 1-3% ahead on a metric to minimise and one seed 30x behind
+    (a worst rho of 186 against 6): the mean even reads a loss and the t interval a tie; the
+    signed-rank test reads the 29. Mutants caught: a t-test's p (0.3), a one-sided p, zeros
+    kept in the count (a p from one non-zero pair), no rank test (NaN)."""
+    from scipy import stats
+
+    d = np.r_[-0.02 * np.linspace(0.5, 1.5, 29), 30.0]
+    mean, lo, hi, n, p = paired_reading(d, 0.95)
+    assert n == 30 and mean > 0 and lo < 0 < hi
+    assert p == pytest.approx(stats.wilcoxon(d).pvalue) and p < 1e-3
+    assert paired_reading(-d, 0.95)[4] == pytest.approx(p)  # two-sided: the sign's side does not matter
+    assert paired_reading(np.r_[d, 0.0, np.nan], 0.95)[4] == pytest.approx(p)  # a tie or a lost cell: dropped
+    assert np.isnan(paired_reading([0.02], 0.95)[4]) and np.isnan(paired_reading([0.0, 0.01], 0.95)[4])
 
 
 def test_an_interrupted_run_writes_its_cells_and_pairs_only_what_finished(suite_out, tmp_path):
@@ -261,7 +278,18 @@ def test_a_join_refuses_a_cell_that_is_there_twice(tmp_path):
     assert run.returncode == 2 and len(lines) == 1, run.stderr
     assert "new/cells.parquet" in lines[0] and "row 3" in lines[0] and "policy=srtf" in lines[0]
     assert not (tmp_path / "out").exists()
-    assert _benchmark_module("suite_join").duplicated_cell(old) is None
+    assert duplicated_cell(old) is None
+
+
+def test_write_suite_refuses_a_cell_that_is_there_twice(suite_out, tmp_path):
+    """The check ``suite_join.py`` makes holds for every caller of ``write_suite``: a repeated
+    cell is a ValueError naming its row, before any file is written. Mutant caught: the check
+    after cells.parquet is written (a folder with a half-written suite)."""
+    cells = pd.read_parquet(suite_out / "cells.parquet")
+    twice = pd.concat([cells, cells.iloc[[3]]], ignore_index=True)
+    with pytest.raises(ValueError, match=f"row {len(cells) + 1}: the cell .* is there twice"):
+        write_suite(tmp_path / "out", twice)
+    assert not (tmp_path / "out").exists()
 
 
 def test_trades_separate_utility_bought_mean_jct_from_losses():

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ringsched.experiment.objectives import parse_objective
-from ringsched.experiment.suite import mean_interval, pair_index, rel_diffs
+from ringsched.experiment.suite import pair_index, paired_reading, rel_diffs
 
 
 def objective_table(cells: pd.DataFrame, target: str) -> pd.DataFrame:
@@ -44,10 +44,10 @@ def objective_table(cells: pd.DataFrame, target: str) -> pd.DataFrame:
 
 
 def _paired(cells: pd.DataFrame, t: pd.DataFrame, target: str, level: float) -> dict:
-    """Per (estimates, metric): (mean, low, high, pairs) of target / best baseline - 1, the best
+    """Per (estimates, metric): (mean, low, high, pairs, p) of target / best baseline - 1, the best
     baseline fixed per workload by ``objective_table``, paired per workload and seed."""
     idx, seeds = pair_index(cells)
-    return {(est, m): mean_interval([x for row in g.itertuples()
+    return {(est, m): paired_reading([x for row in g.itertuples()
                                      for x in rel_diffs(idx, seeds, row.workload, est, target, row.best_baseline, m)],
                                     level)
             for (est, m), g in t.groupby(["estimates", "metric"], sort=False)}
@@ -57,8 +57,9 @@ def objective_overall(t: pd.DataFrame, cells: pd.DataFrame, target: str, level: 
     """Per estimates and metric: geometric means over workloads of the target's value, its jct
     reference's and every policy's best baseline's, the two ratios, on how many workloads the
     target is better than each (ties count as not better), and the target's relative difference
-    to the best baselines paired per workload and seed with its Student-t interval (> 0 favours
-    the target where the metric is maximised, < 0 where it is minimised)."""
+    to the best baselines paired per workload and seed with its Student-t interval and
+    signed-rank p-value (> 0 favours the target where the metric is maximised, < 0 where it
+    is minimised)."""
     if not len(t):
         return pd.DataFrame()
     paired = _paired(cells, t, target, level)
@@ -78,6 +79,6 @@ def objective_overall(t: pd.DataFrame, cells: pd.DataFrame, target: str, level: 
                     "ratio_to_baseline": gm(g["ratio_to_baseline"]),
                     "better_than_jct": int(better(g["target"], g["target_jct"]).sum()),
                     "better_than_baseline": int(better(g["target"], g["baseline"]).sum()),
-                    **dict(zip(("paired_rel_diff", "ci_low", "ci_high", "pairs"), paired[(est, m)])),
+                    **dict(zip(("paired_rel_diff", "ci_low", "ci_high", "pairs", "p_signed_rank"), paired[(est, m)])),
                     "level": level})
     return pd.DataFrame(out)

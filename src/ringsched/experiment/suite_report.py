@@ -25,11 +25,12 @@ def print_report(tables: dict[str, pd.DataFrame], target: str, console: Console)
     o, p = tables["overall"], tables["paired"]
     if len(o):
         t = Table(title="geometric means, worst cases and paired per-seed differences (95% CI)")
-        for c in ("estimates", "metric", "geomean", "worst", "worst workload", "paired mean", "CI"):
+        for c in ("estimates", "metric", "geomean", "worst", "worst workload", "paired mean", "CI", "signed-rank p"):
             t.add_column(c)
         for a, b in zip(o.itertuples(), p.itertuples()):
             t.add_row(a.estimates, a.metric, _f(a.geomean_ratio), _f(a.worst_ratio), a.worst_workload,
-                      _f(b.mean_rel_diff, "{:+.3f}"), f"[{_f(b.ci_low, '{:+.3f}')}, {_f(b.ci_high, '{:+.3f}')}]")
+                      _f(b.mean_rel_diff, "{:+.3f}"), f"[{_f(b.ci_low, '{:+.3f}')}, {_f(b.ci_high, '{:+.3f}')}]",
+                      _f(b.p_signed_rank, "{:.2g}"))
         console.print(t)
 
 
@@ -48,11 +49,12 @@ def print_objective(tables: dict[str, pd.DataFrame], target: str, console: Conso
     console.print(tab)
     tab = Table(title="the objective's metrics: geometric means over workloads")
     for c in ("estimates", "metric", target, "as jct", "best baseline", "/ jct", "/ baseline", "better than jct",
-              "better than baseline", "paired / baseline - 1", "CI"):
+              "better than baseline", "paired / baseline - 1", "CI", "signed-rank p"):
         tab.add_column(c)
     for r in o.itertuples():
         tab.add_row(r.estimates, f"{r.metric} ({r.better})", _f(r.target), _f(r.target_jct), _f(r.baseline),
                     _f(r.ratio_to_jct), _f(r.ratio_to_baseline), f"{r.better_than_jct}/{r.workloads}",
                     f"{r.better_than_baseline}/{r.workloads}", _f(r.paired_rel_diff, "{:+.4f}"),
-                    f"[{_f(r.ci_low, '{:+.4f}')}, {_f(r.ci_high, '{:+.4f}')}] ({r.level:.0%})")
+                    f"[{_f(r.ci_low, '{:+.4f}')}, {_f(r.ci_high, '{:+.4f}')}] ({r.level:.0%})",
+                    _f(r.p_signed_rank, "{:.2g}"))
     console.print(tab)

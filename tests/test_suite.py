@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from ringsched.cluster import load_cluster
-from ringsched.experiment.suite import cells_for, duplicated_cell, paired_reading, run_suite, skipped_workloads, write_suite
+from ringsched.experiment.suite import (cells_for, duplicated_cell, paired_reading, run_suite, skipped_workloads,
+                                        write_suite)
 from ringsched.experiment.workloads import WORKLOADS, perturb_arrivals
 from signal_kit import signal_at
 

@@ -27,7 +27,8 @@ def suite_page(tables: dict[str, pd.DataFrame], target: str) -> str:
              "<p>Ratios of means over seeds; utility &gt; 1 and JCT &lt; 1 favour the target. "
              "Paired differences are per workload and seed, relative to the workload's best baseline.</p>",
              _table(tables["overall"], "Geometric means and worst cases"),
-             _table(tables["paired"], "Paired per-seed relative differences (Student-t interval, Wilcoxon signed-rank p)"),
+             _table(tables["paired"],
+                    "Paired per-seed relative differences (Student-t interval, Wilcoxon signed-rank p)"),
              _table(r[["workload", "estimates"] + keep] if len(r) else r, "Per workload"),
              _table(tables["workloads"], "Workloads: offered load and GPU utilisation over the busy period"),
              *([_table(tables["objective_overall"], "The objective's metrics: geometric means over workloads "

@@ -48,8 +48,8 @@ def _paired(cells: pd.DataFrame, t: pd.DataFrame, target: str, level: float) -> 
     baseline fixed per workload by ``objective_table``, paired per workload and seed."""
     idx, seeds = pair_index(cells)
     return {(est, m): paired_reading([x for row in g.itertuples()
-                                     for x in rel_diffs(idx, seeds, row.workload, est, target, row.best_baseline, m)],
-                                    level)
+                                      for x in rel_diffs(idx, seeds, row.workload, est, target, row.best_baseline, m)],
+                                     level)
             for (est, m), g in t.groupby(["estimates", "metric"], sort=False)}
 
 

@@ -177,17 +177,19 @@ class Lender:
         first = plan.first_placement
         if upgrading and keeps_faster(self, js, prev, first, nodes, cap, gpu_of):
             return prev
-        _, _, multi, pairs = self.book.sparse(first)
-        return first if cap.fits_now(pairs, multi) else None
+        return self._if_idle_now(first, cap)
 
     def _kept(self, js, prev: tuple, cap) -> tuple | None:
         """Where a job runs on lent GPUs now, it stays while they are idle in this slot: a
         commitment due later takes them back then, and moving earlier gains nothing. A grown
         ring keeps only its base here: the GPUs it grew on go to waiting jobs first, and the
         top-up phase gives back what they leave idle."""
-        keep = self._base_of(js.job_id, prev)
-        _, _, multi, pairs = self.book.sparse(keep)
-        return keep if cap.fits_now(pairs, multi) else None
+        return self._if_idle_now(self._base_of(js.job_id, prev), cap)
+
+    def _if_idle_now(self, pl: tuple, cap) -> tuple | None:
+        """``pl`` when its GPUs (and NIC shares) are idle in this slot, else None."""
+        _, _, multi, pairs = self.book.sparse(pl)
+        return pl if cap.fits_now(pairs, multi) else None
 
     def _new_ring(self, js, nodes, cap) -> tuple | None:
         """(placement, its pairs, crosses servers) of a new lent ring: the widest the idle GPUs

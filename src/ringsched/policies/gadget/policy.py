@@ -42,9 +42,9 @@ from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, plan_overdue, planned_remaining
-from ringsched.policies.gadget.reserve import reservation
 from ringsched.policies.gadget.params import GadgetParams, derive_bounds, jct_at_value_s, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
+from ringsched.policies.gadget.reserve import reservation
 from ringsched.policies.gadget.search import PlanSearch
 from ringsched.policies.gadget.usage import GpuTimeSplit
 from ringsched.policies.registry import register

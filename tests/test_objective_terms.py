@@ -360,6 +360,7 @@ def test_suite_objective_tables_are_recomputed_from_the_parquet(tmp_path):
     c = pd.read_parquet(tmp_path / "cells.parquet")
     assert len(c) == 8 and (c.decided_as == "jct,weigh=count").sum() == 2
     own = c[c.decided_as == c.objective]
+    assert (c.deadline_met_multi_gpu <= c.deadline_met).all()  # (the objective's details are kept in the cells)
     t = pd.read_parquet(tmp_path / "objective.parquet").iloc[0]
     m = own.groupby("policy")["deadline_met"].mean()
     assert t.metric == "deadline_met" and t.target == pytest.approx(m["gadget"])

@@ -147,6 +147,10 @@ def test_deadline_utilities_and_met_share():
     met = (t.status == "completed") & (t.jct_s <= t.deadline_s + 1e-9)
     assert tight.summary["deadline_met"] == int(met.sum())
     assert tight.summary["total_utility"] == pytest.approx(float(t.max_utility[met].sum()))
+    # the jobs of several GPUs among them (mutants caught: every job counted; only jobs above 2 GPUs)
+    wide = met & (t.requested_gpus > 1)
+    assert 0 < wide.sum() < met.sum() and (met & (t.requested_gpus == 2)).any()
+    assert tight.summary["deadline_met_multi_gpu"] == int(wide.sum())
 
 
 def test_a_deadline_is_slack_times_the_isolated_time_the_run_reports(tmp_path):

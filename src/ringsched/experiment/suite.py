@@ -66,7 +66,8 @@ def run_cell(cell: Cell) -> dict:
     for k in ("total_utility", "max_utility", "mean_jct_s", "p50_jct_s", "p99_jct_s", "mean_jct_completed_s",
               "gpu_utilization", "gpu_utilization_busy", "worst_ftf_rho", "jain_index", "energy_kwh", "preemptions"):
         row[k] = np.nan if s.get(k) is None else float(s[k])
-    for k, _ in objective_metrics(cell.objective):
+    judged = parse_objective(cell.objective)
+    for k in [m for m, _ in judged.metrics] + list(judged.details):
         row[k] = np.nan if s.get(k) is None else float(s[k])
     for k, v in (s.get("policy_stats") or {}).items():
         row[f"stat_{k}"] = float(v)

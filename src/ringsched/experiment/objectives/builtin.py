@@ -126,6 +126,9 @@ class Deadline(Objective):
     name = "deadline"
     Params = DeadlineParams
     metrics = (("deadline_met", "max"),)
+    # (where a policy's deadlines come from: the jobs of several GPUs are where a ring's
+    # placement acts, and a count objective weighs each of them like a 1-GPU job)
+    details = ("deadline_met_multi_gpu",)
 
     @property
     def deadlines(self) -> dict[str, float]:
@@ -157,6 +160,7 @@ class Deadline(Objective):
         result.summary["deadline_met"] = int(met.sum())
         result.summary["deadline_met_share"] = float(met.sum() / n) if n else None
         result.summary["deadline_met_share_completed"] = float(met.sum() / done.sum()) if done.sum() else None
+        result.summary["deadline_met_multi_gpu"] = int((met & (jobs["requested_gpus"].to_numpy() > 1)).sum())
 
 
 # ---------------------------------------------------------------------------------- energy

@@ -10,7 +10,8 @@ documented parameters (``Params``). It acts at three points of a run, for every 
   policy (GADGET's energy prices);
 * ``report``: summary fields (and job-table columns) after the run; ``metrics`` names the
   summary fields the objective is judged by, each with its better direction (the suite's
-  ``--objective`` tables).
+  ``--objective`` tables), and ``details`` the summary fields the suite keeps beside them in
+  its cells, to read, not judged by.
 
 ``ringsched.experiment.run.run_one`` is the one way a policy runs under an objective.
 """
@@ -43,6 +44,7 @@ class Objective:
     Params: ClassVar[type] = NoParams
     summary: ClassVar[str] = ""
     metrics: ClassVar[tuple[tuple[str, str], ...]] = ()  # (summary field, "max" | "min")
+    details: ClassVar[tuple[str, ...]] = ()  # summary fields kept in the suite's cells, not judged
 
     def __init__(self, params=None):
         self.p = params if params is not None else self.Params()

@@ -4,7 +4,10 @@ by a time), they change no decision, and their rate beats every shape a plan can
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +89,31 @@ def test_max_rate_is_the_fastest_shape_also_with_a_per_server_overhead():
         widest = g.planner.plan_rate(n, j, w, min(w, 8), -(-w // min(w, 8))) if w > 1 else 0.0
         if w >= 8:
             assert k2 > widest  # the case the old rule missed
+
+
+def test_oasis_times_a_ring_as_crossing_servers_unless_told_the_placements_speed():
+    """OASiS (its paper's exchange at one fixed bandwidth) times every ring of w > 1 as one worker
+    per server at ``nic_share`` of a NIC, wherever its GPUs are; ``ring_speed=placement`` times
+    it on the GPUs it took, as GADGET does; a one-GPU job is the same either way. Mutants
+    caught: the option ignored (both crossing); every ring timed as crossing in GADGET too;
+    the option's values not checked."""
+    from ringsched.errors import InputError
+    from ringsched.policies import make_policy
+    from ringsched.policies.registry import parse_policy
+
+    c = parse_spec("2x8")
+    n = nodes(c)
+    j = dataclasses.replace(job(0, 0.0, 4, 3600.0, c), model="vgg16")
+    blind, timed, g = make_policy("oasis"), make_policy("oasis:ring_speed=placement"), Gadget()
+    one_server = g.planner.plan_rate(n, j, 4, 1, 4)
+    crossing = g.planner.plan_rate(n, j, 4, 2, 1)
+    assert crossing < 0.9 * one_server  # (vgg16: the exchange is what a crossing ring pays for)
+    assert blind.planner.plan_rate(n, j, 4, 1, 4) == pytest.approx(crossing)
+    assert timed.planner.plan_rate(n, j, 4, 1, 4) == pytest.approx(one_server)
+    assert timed.planner.max_rate(n, j, 4) == pytest.approx(g.planner.max_rate(n, j, 4))
+    for p in (blind, timed):
+        assert p.planner.plan_rate(n, j, 1, 1, 1) == pytest.approx(g.planner.plan_rate(n, j, 1, 1, 1))
+    with pytest.raises(InputError, match="ring_speed must be one of"):
+        parse_policy("oasis:ring_speed=fast")
+    with pytest.raises(InputError, match="unknown option 'ring_speed'"):
+        parse_policy("gadget:ring_speed=placement")

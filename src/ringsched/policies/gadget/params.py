@@ -12,6 +12,7 @@ from ringsched.perfmodel.speed import consolidated_shape
 ADMISSIONS = ("deferred", "strict")
 SUBROUTINES = ("contiguous", "exact")
 BOUND_RULES = ("workload", "theory")
+RING_SPEEDS = ("crossing", "placement")
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,23 @@ class GadgetParams:
     def restart_for(self, nodes) -> float:
         """The restart cost a plan expects: the option, else the world's."""
         return self.restart_s if self.restart_s is not None else nodes.restart_s
+
+
+@dataclass(frozen=True)
+class OasisParams(GadgetParams):
+    """OASiS' options: GADGET's, and how it times a ring of several workers that it plans."""
+
+    # crossing: as if every worker sat on its own server with nic_share of its NIC (the
+    # paper's exchange at one fixed bandwidth, wherever the workers are); placement: at the
+    # speed of the GPUs it picked, as GADGET times its plans (docs/suite.md, "What the
+    # embedding adds": the ablation)
+    ring_speed: str = "crossing"
+
+    def problems(self) -> list[str]:
+        out = super().problems()
+        if self.ring_speed not in RING_SPEEDS:
+            out.append(f"ring_speed must be one of {', '.join(RING_SPEEDS)}, got {self.ring_speed!r}")
+        return out
 
 
 def _positive(v) -> bool:

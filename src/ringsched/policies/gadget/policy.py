@@ -42,7 +42,7 @@ from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
 from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, plan_overdue, planned_remaining
-from ringsched.policies.gadget.params import GadgetParams, derive_bounds, jct_at_value_s, utility_horizon_s
+from ringsched.policies.gadget.params import GadgetParams, OasisParams, derive_bounds, jct_at_value_s, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.reserve import reservation
 from ringsched.policies.gadget.search import PlanSearch
@@ -59,10 +59,11 @@ class Gadget(Policy):
     periodic = True
     rigid = False
     ring_aware = True
+    rings_crossing = False  # (GADGET times each ring at its placement's speed)
 
     def __init__(self, params: GadgetParams | None = None, **overrides):
-        self.p = params or GadgetParams(**overrides)
-        self.planner = PlanSearch(self.p, self.ring_aware)
+        self.p = params or self.Params(**overrides)
+        self.planner = PlanSearch(self.p, self.ring_aware, self.rings_crossing)
         self.bounds = PayoffBounds(self.planner)
         self.book: CommitmentBook | None = None
         self.lender: Lender | None = None
@@ -450,7 +451,13 @@ class Oasis(Gadget):
     """OASiS (INFOCOM'18) as a baseline: the same primal-dual machinery, blind to ring placement.
 
     It prices GPUs only, takes the cheapest GPUs wherever they are, and plans every ring as if
-    it crossed servers; the simulated world still runs the rings where they were placed."""
+    it crossed servers (``ring_speed=placement``: at the speed of the GPUs it took); the
+    simulated world still runs the rings where they were placed."""
 
     name = "oasis"
+    Params = OasisParams
     ring_aware = False
+
+    @property
+    def rings_crossing(self) -> bool:
+        return self.p.ring_speed == "crossing"

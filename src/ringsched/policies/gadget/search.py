@@ -50,9 +50,10 @@ class PriceWindow:
 class PlanSearch:
     """Prices, rates and the plan search of one policy; reads the ledger, never writes it."""
 
-    def __init__(self, p: GadgetParams, ring_aware: bool):
+    def __init__(self, p: GadgetParams, ring_aware: bool, rings_crossing: bool = False):
         self.p = p
         self.ring_aware = ring_aware
+        self.rings_crossing = rings_crossing  # every ring of w > 1 timed as if it crossed servers (``plan_rate``)
         self.ledger: Ledger | None = None
         self.prices_g: PriceFunction | None = None
         self.prices_b: PriceFunction | None = None
@@ -81,8 +82,8 @@ class PlanSearch:
     def plan_rate(self, nodes, job: Job, w: int, k: int, d: int, view: TypeView | None = None) -> float:
         """Samples per second of a ``w``-worker ring over k servers (at most d workers on one) on
         ``view``'s GPU type (default: the cluster's first type)."""
-        if not self.ring_aware and w > 1:
-            k, d = min(w, nodes.cluster.num_servers), 1  # blind: every ring crosses servers
+        if self.rings_crossing and w > 1:
+            k, d = min(w, nodes.cluster.num_servers), 1  # OASiS by default: every ring crosses servers
         shape = (w, k, d, 1)
         view = view or self.views(nodes.cluster)[0]
         args = (job.model, job.local_bsz, shape, self.p.nic_share * view.nic_Bps if k > 1 else None)

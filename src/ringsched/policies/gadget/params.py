@@ -184,8 +184,8 @@ class GadgetParams:
 class OasisParams(GadgetParams):
     """OASiS' options: GADGET's, and how it times a ring of several workers that it plans."""
 
-    # crossing: as if every worker sat on its own server with nic_share of its NIC (the
-    # paper's exchange at one fixed bandwidth, wherever the workers are); placement: at the
+    # crossing: as if every worker sat on its own server with nic_share of its NIC (blind to
+    # rings, it times the ring that a placement by price alone may give); placement: at the
     # speed of the GPUs it picked, as GADGET times its plans (docs/suite.md, "What the
     # embedding adds": the ablation)
     ring_speed: str = "crossing"

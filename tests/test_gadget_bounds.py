@@ -92,11 +92,11 @@ def test_max_rate_is_the_fastest_shape_also_with_a_per_server_overhead():
 
 
 def test_oasis_times_a_ring_as_crossing_servers_unless_told_the_placements_speed():
-    """OASiS (blind to rings) times every ring of w > 1 as one worker
-    per server at ``nic_share`` of a NIC, wherever its GPUs are; ``ring_speed=placement`` times
-    it on the GPUs it took, as GADGET does; a one-GPU job is the same either way. Mutants
-    caught: the option ignored (both crossing); every ring timed as crossing in GADGET too;
-    the option's values not checked."""
+    """OASiS (blind to rings) times every ring of w > 1 as one worker per server at
+    ``nic_share`` of a NIC, wherever its GPUs are; ``ring_speed=placement`` times it on the GPUs
+    it took, as GADGET does; a one-GPU job is the same either way. Mutants caught: the option
+    ignored (both crossing); every ring timed as crossing in GADGET too; the option's values
+    not checked."""
     from ringsched.errors import InputError
     from ringsched.policies import make_policy
     from ringsched.policies.registry import parse_policy

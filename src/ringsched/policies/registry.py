@@ -1,7 +1,7 @@
 """Name -> policy class, filled by a decorator on each policy module (no if/elif on names).
 
 A policy is named by a spec ``NAME[:key=value[,key=value...]]``: the options are fields of the
-class's ``Params`` dataclass (GADGET's and OASiS' ``GadgetParams``), e.g.
+class's ``Params`` dataclass (GADGET's ``GadgetParams``, OASiS' ``OasisParams``), e.g.
 ``gadget:admission=strict`` or ``gadget:pack_slack=0,retry_backoff=5``.
 """
 

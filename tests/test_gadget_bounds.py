@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ringsched.cluster.model import parse_spec
 from ringsched.policies import JobState
+from ringsched.policies.gadget.params import GadgetParams
 from ringsched.policies.gadget.policy import Gadget, Oasis
 from ringsched.simulator import SimConfig, Simulator
 from test_gadget import job, nodes
@@ -113,6 +114,7 @@ def test_oasis_times_a_ring_as_crossing_servers_unless_told_the_placements_speed
     assert timed.planner.max_rate(n, j, 4) == pytest.approx(g.planner.max_rate(n, j, 4))
     for p in (blind, timed):
         assert p.planner.plan_rate(n, j, 1, 1, 1) == pytest.approx(g.planner.plan_rate(n, j, 1, 1, 1))
+    assert Oasis(GadgetParams(nic_share=0.25)).planner.rings_crossing  # (GADGET's options given: OASiS' default)
     with pytest.raises(InputError, match="ring_speed must be one of"):
         parse_policy("oasis:ring_speed=fast")
     with pytest.raises(InputError, match="unknown option 'ring_speed'"):

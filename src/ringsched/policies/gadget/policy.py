@@ -29,6 +29,7 @@ wakeup; the rooms it uses are ``params``, ``search``, ``payoff_bounds``, ``book`
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 
@@ -457,6 +458,11 @@ class Oasis(Gadget):
     name = "oasis"
     Params = OasisParams
     ring_aware = False
+
+    def __init__(self, params: GadgetParams | None = None, **overrides):
+        if params is not None and not isinstance(params, OasisParams):  # (GADGET's options; its own at their defaults)
+            params = OasisParams(**dataclasses.asdict(params))
+        super().__init__(params, **overrides)
 
     @property
     def rings_crossing(self) -> bool:

@@ -63,6 +63,8 @@ class Gadget(Policy):
     rings_crossing = False  # (GADGET times each ring at its placement's speed)
 
     def __init__(self, params: GadgetParams | None = None, **overrides):
+        if params is not None and not isinstance(params, self.Params):  # (a parent's options: the rest at their defaults)
+            params = self.Params(**dataclasses.asdict(params))
         self.p = params or self.Params(**overrides)
         self.planner = PlanSearch(self.p, self.ring_aware, self.rings_crossing)
         self.bounds = PayoffBounds(self.planner)
@@ -458,11 +460,6 @@ class Oasis(Gadget):
     name = "oasis"
     Params = OasisParams
     ring_aware = False
-
-    def __init__(self, params: GadgetParams | None = None, **overrides):
-        if params is not None and not isinstance(params, OasisParams):  # (GADGET's options; its own at their defaults)
-            params = OasisParams(**dataclasses.asdict(params))
-        super().__init__(params, **overrides)
 
     @property
     def rings_crossing(self) -> bool:

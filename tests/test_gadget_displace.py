@@ -97,7 +97,7 @@ def test_an_undone_swap_leaves_the_book_as_it_was_and_a_kept_one_takes_a_longer_
             kept.append((vid, js.job_id))
         return vid
 
-    monkeypatch.setattr("ringsched.policies.gadget.policy.displace", watched)
+    monkeypatch.setattr("ringsched.policies.gadget.offers.displace", watched)
     Simulator(random_jobs(c, 40, seed), c, Gadget(), SimConfig(seed=seed, restart_s=30.0)).run()
     assert undone  # (the check saw swaps undone)
     if seed == 0:

@@ -1,4 +1,4 @@
-"""The order of one decision's offers (``Gadget._offer_key``): priority, then the remaining
+"""The order of one decision's offers (``offers.offer_key``): priority, then the remaining
 time alone, shortest first. Plans are committed in that order, so the first offer gets the
 earliest slots."""
 

@@ -20,6 +20,7 @@ from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies.base import JobState, Nodes
 from ringsched.policies.gadget.book import Plan
 from ringsched.policies.gadget.objective_terms import guard_swap, make_room, overdue, plan_overdue, planned_remaining
+from ringsched.policies.gadget.offers import offer_unplanned
 from ringsched.policies.gadget.policy import Gadget
 from ringsched.utility import jct_utility
 
@@ -160,10 +161,10 @@ def test_an_overdue_job_is_planned_ahead_of_plans_not_started():
 
 
 def test_the_policy_makes_room_for_an_overdue_offer():
-    """The same case through ``_offer_unplanned``: the overdue job's plan starts at slot 6 and
+    """The same case through ``offer_unplanned``: the overdue job's plan starts at slot 6 and
     counts as guarded. Mutant caught: the policy not calling ``make_room`` (slot 40)."""
     g, js, nodes, active, _ = _room_case(guard_x=False)
-    g._offer_unplanned([js], active, nodes, 0, {"w"}, {})
+    offer_unplanned(g, [js], active, nodes, 0, {"w"}, {})
     assert g.book.plans["w"].first_slot == 6 and "w" in g.guarded
 
 

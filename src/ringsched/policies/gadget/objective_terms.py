@@ -80,7 +80,7 @@ def make_room(policy, js, plan, nodes, slot: int, active: dict, previous_allocat
     for vid in movable:
         if book.fits(olds[vid]):
             book.commit(vid, olds[vid])
-        else:  # (a new job to ``_offer_unplanned``: offered at the next decision)
+        else:  # (a new job to ``offers.offer_unplanned``: offered at the next decision)
             dropped.append((vid, olds[vid], policy.last_try.pop(vid, None), policy.misses.pop(vid, None)))
     return dropped
 

@@ -23,26 +23,25 @@ committed placement of every planned job, or a superset of it when idle GPUs are
 job finishes early (its later reservations are released), and a job that falls behind its
 plan (a restart cost, a failed server) gets a new plan for what is left.
 
-This module is the decision loop: admit, optimize (release, offer, hand out, lend), retry and
-wakeup; the rooms it uses are ``params``, ``search``, ``payoff_bounds``, ``book`` and ``lending``.
+This module is the decision loop: admit, optimize (release, offer, hand out, lend) and wakeup;
+the rooms it uses are ``params``, ``search``, ``payoff_bounds``, ``book``, ``lending`` and
+``offers`` (which jobs are offered a plan in a decision, in what order, and the retry).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import math
 
 from ringsched.errors import InputError
 from ringsched.job import Job
 from ringsched.policies.base import JobState, Nodes, Policy
-from ringsched.policies.common import priority_first
 from ringsched.policies.gadget.book import CommitmentBook, Plan
 from ringsched.policies.gadget.calibration import Calibrated
-from ringsched.policies.gadget.displace import displace
 from ringsched.policies.gadget.estimate_error import EstimateError
 from ringsched.policies.gadget.lending import Lender
-from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, plan_overdue, planned_remaining
+from ringsched.policies.gadget.objective_terms import overdue, past_commitments_s, planned_remaining
+from ringsched.policies.gadget.offers import offer_unplanned
 from ringsched.policies.gadget.params import GadgetParams, OasisParams, derive_bounds, jct_at_value_s, utility_horizon_s
 from ringsched.policies.gadget.payoff_bounds import PayoffBounds
 from ringsched.policies.gadget.reserve import reservation
@@ -208,7 +207,7 @@ class Gadget(Policy):
         self.overdue = overdue(jobs, nodes.now_s, self.p.rho_guard, self.book.plans)
         behind |= self.overdue
         behind |= reservation(self, jobs, nodes, slot, previous_allocations)
-        self._offer_unplanned(jobs, active, nodes, slot, behind, previous_allocations)
+        offer_unplanned(self, jobs, active, nodes, slot, behind, previous_allocations)
         out, running_plan = self._planned_placements(active, nodes, slot, previous_allocations)
         if self.p.work_conserving:
             self.lender.lend(jobs, nodes, slot, out, previous_allocations, running_plan)
@@ -249,91 +248,6 @@ class Gadget(Policy):
     def stats(self) -> dict[str, float]:
         """GPU-time under committed plans and on lent GPUs (issue 15: how much GADGET's plans do)."""
         return self.usage.stats()
-
-    def _offer_unplanned(self, jobs, active: dict, nodes: Nodes, slot: int, behind: set, previous_allocations) -> None:
-        """Offer jobs without a plan: those behind first, then new ones, then deferred ones, each by
-        priority, then shortest first (``_offer_key``). A deferred job is offered again every retry_every slots, doubling the wait after
-        each offer that failed (up to 2^retry_backoff), and at most once a slot when reservations
-        were released: re-offers rarely succeed and were most of GADGET's time on long traces.
-        The first ``displace`` offers that fail (with ``displace_late``, also those whose plan
-        starts after this decision) may each take a longer job's near GPUs (``displace.py``)."""
-        offers = self._offers(jobs, nodes, slot, behind)
-        quick = self._quick_bounds(offers, nodes, slot)
-        swaps = self.p.displace  # (``displace.py``: a failed offer may take a longer job's near GPUs)
-        for js, last, must in offers:
-            jid = js.job_id
-            self.last_try[jid] = slot
-            self.tried_epoch[jid] = self.book.epoch
-            plan = self.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must, quick=quick.get(jid),
-                              on_time=True)
-            if plan is not None and not must and self._too_late(js, plan, nodes):
-                plan = None  # (admission on time: a later plan would hold slots that later arrivals need)
-            if jid in self.overdue and (plan is None or plan.first_slot > slot) and \
-                    plan_overdue(self, js, plan, nodes, slot, active, previous_allocations):
-                self.guarded.add(jid)
-                quick = {}  # (a release lowered prices: the decision's bounds may no longer hold)
-                continue
-            paying = plan is not None and (plan.payoff > 0 or must)
-            later = paying and not must and self.p.displace_late and plan.first_slot > slot
-            if (later or not paying) and swaps > 0:
-                swaps -= 1
-                vid = displace(self, js, nodes, slot, active, previous_allocations)
-                if vid is not None:
-                    self.displaced.append((vid, jid))
-                    self.misses.pop(jid, None)
-                    quick = {}  # (a release lowered prices: the decision's bounds may no longer hold)
-                    continue
-            if paying:
-                self.book.commit(jid, plan)
-                if jid in self.overdue:
-                    self.guarded.add(jid)
-                else:
-                    self.guarded.discard(jid)
-                self.misses.pop(jid, None)
-            elif last is not None:
-                self.misses[jid] = self.misses.get(jid, 0) + 1
-
-    def _offers(self, jobs, nodes: Nodes, slot: int, behind: set) -> list[tuple]:
-        """This decision's offers, (job, its last try, taken at any payoff), at most
-        ``max_plans_per_slot``: the jobs behind their plans, then new ones, then deferred ones due
-        for a retry, each group by ``_offer_key``."""
-        cap = self.p.max_plans_per_slot
-        groups: tuple[list, list, list, list] = ([], [], [], [])  # behind (new, tried), new, tried
-        plans = self.book.plans
-        for js in jobs:
-            jid = js.job_id
-            if jid not in plans:
-                groups[(0 if jid in behind else 2) + (jid in self.last_try)].append(js)
-        key = self._offer_key(nodes)
-        first = sorted(groups[0], key=key) + sorted(groups[1], key=key) + sorted(groups[2], key=key)
-        ready = [js for js in groups[3] if self._retry_due(js.job_id, slot)]
-        offers = []
-        for js in first[:cap] + heapq.nsmallest(max(0, cap - len(first)), ready, key=key):
-            must = js.job_id in behind or (js.first_start_s is not None and self.p.admission == "strict")
-            offers.append((js, self.last_try.get(js.job_id), must))
-        return offers
-
-    def _quick_bounds(self, offers: list[tuple], nodes: Nodes, slot: int) -> dict[str, float]:
-        """The cheap payoff bounds of the offers that may be skipped, at once (``bound_first``)."""
-        if not self.p.bound_first:
-            return {}
-        free_to_skip = [js for js, _, must in offers if not must]
-        vals = self.bounds.quick_bounds([(js.job, planned_remaining(js, nodes.now_s, self.p.stop_converged),
-                                          self._horizon_end(js, nodes))
-                                         for js in free_to_skip], nodes, slot)
-        return {js.job_id: float(v) for js, v in zip(free_to_skip, vals)}
-
-    def _offer_key(self, nodes: Nodes):
-        """The order of one decision's offers: priority (a strict class), then the remaining time
-        alone (``alone_s``, from the work the job is shown), shortest first, then arrival
-        (``common.priority_first``, as srtf orders its queue).
-        Plans are committed in offer order, so the first offer gets the earliest, cheapest slots:
-        by arrival, a job of two days that came a minute earlier was planned ahead of a job of
-        an hour, where a preemptive shortest-remaining-first order runs the short one first and
-        delays the long one by little (docs/suite-history.md, twenty-fifth round)."""
-        def key(js: JobState):
-            return priority_first(js, (self.alone_s(js, nodes), js.job.arrival_s, js.index))
-        return key
 
     def _too_late(self, js: JobState, plan: Plan, nodes: Nodes) -> bool:
         """Whether a plan finishes after the job's on-time limit (``on_time_by``). The search
@@ -386,13 +300,6 @@ class Gadget(Policy):
                 if len(pl) < js.job.max_workers:
                     running_plan.append(js)
         return out, running_plan
-
-    def _retry_due(self, jid: str, slot: int) -> bool:
-        """Whether a deferred job is offered again now: every retry_every slots (doubled after each
-        failed offer, up to 2^retry_backoff times), and at most once a slot after a release."""
-        last = self.last_try[jid]
-        wait = self.p.retry_every << min(self.misses.get(jid, 0), self.p.retry_backoff)
-        return not (slot - last < wait and (self.tried_epoch.get(jid) == self.book.epoch or slot == last))
 
     def offer(self, js: JobState, nodes: Nodes, slot: int, current: tuple = (), *, must: bool = False,
               quick: float | None = None, on_time: bool = False) -> Plan | None:

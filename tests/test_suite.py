@@ -329,6 +329,9 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
     ("suite_against_each.py", ["OUT", "--per-seed"], "--per-seed"),
     ("suite_against_each.py", ["OUT", "--trades"], "cells.parquet"),
     ("suite_join.py", ["OUT", "OUT", "OUT"], "cells.parquet"),
+    ("by_width.py", ["--workloads", "syn-3,nope"], "--workloads"),
+    ("by_width.py", ["--workloads", "syn-3", "--seeds", "0,x"], "--seeds"),
+    ("by_width.py", ["--workloads", "syn-3", "--policies", "gadget:bogus=1"], "--policies"),
 ])
 def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script, args, names):
     """An unknown held-out workload or a bad objective, ``--per-seed`` without ``--trades``, a
@@ -348,3 +351,51 @@ def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script,
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and names in lines[0], lines
     assert "Traceback" not in run.stderr and not list(tmp_path.iterdir())
+
+
+def test_by_width_sums_each_width_and_reads_ratios_to_the_first_policy():
+    """``benchmarks/by_width.py``: per width and policy the utility summed, the mean JCT and the
+    restarts; per policy the totals and their ratios to the first policy named. Mutants caught:
+    ratios to the last policy; policies sorted by name instead of kept in order (the first is
+    then another); the mean JCT over all widths in every row; workloads pooled without their own
+    tables, or a pooled table for one workload."""
+    mod = _benchmark_module("by_width")
+    rows = [(1, 2.0, 10.0, 0, "z"), (1, 4.0, 30.0, 1, "z"), (8, 6.0, 100.0, 2, "z"),
+            (1, 1.0, 20.0, 0, "a"), (8, 9.0, 300.0, 5, "a")]
+    jobs = pd.DataFrame(rows, columns=["requested_gpus", "utility", "jct_s", "restarts", "policy"])
+    wide, tot = mod.tables(jobs)
+    assert list(tot.index) == ["z", "a"]
+    assert tot.utility.tolist() == [12.0, 10.0] and tot.utility_ratio.tolist() == pytest.approx([1.0, 10.0 / 12.0])
+    assert tot.mean_jct_ratio.tolist() == pytest.approx([1.0, 160.0 / (140.0 / 3)])
+    assert wide.loc[1, ("mean_jct_s", "z")] == 20.0 and wide.loc[8, ("mean_jct_s", "a")] == 300.0
+    assert wide.loc[1, ("jobs", "z")] == 2 and wide.loc[8, ("restarts", "a")] == 5
+    assert wide.loc[8, ("utility", "z")] == 6.0
+    two = pd.concat([jobs.assign(workload="w2"), jobs.assign(workload="w1", utility=jobs.utility * 2)])
+    got = mod.by_workload(two)
+    assert [g[0] for g in got] == ["w2", "w1", "every workload above, pooled"]
+    assert [g[2].loc["z", "utility"] for g in got] == [12.0, 24.0, 36.0]
+    assert [g[0] for g in mod.by_workload(jobs.assign(workload="w"))] == ["w"]
+
+
+def test_by_width_runs_the_suites_world_with_contention_when_asked(monkeypatch):
+    """A cell's jobs come from the suite's world (``cell_world``: arrivals moved from seed 1 on),
+    so their utility is the suite cell's total; ``--contention`` reaches the world. Mutants
+    caught: ``cell_world`` (the suite's and this script's) without ``perturb_arrivals``; the cell's
+    world built at seed 0 (another total); the flag dropped (contention off in the world's config)."""
+    import ringsched.experiment.run as run_mod
+    from ringsched.cli.workload import load_workload
+    from ringsched.experiment.suite import Cell, cell_world, run_cell
+    from ringsched.experiment.workloads import SuiteWorkload
+
+    mod = _benchmark_module("by_width")
+    cell = Cell(SuiteWorkload("t", "synthetic", "synthetic:30", "2x8", "test"), 1, "exact", "gadget")
+    raw = load_workload("synthetic:30", "2x8", vc=None, window=None, limit=None, seed=1, rigid=False).jobs
+    assert cell_world(cell)[0] == perturb_arrivals(raw, 1) != raw
+    jobs = mod.width_jobs(cell, False)
+    assert jobs.utility.sum() == pytest.approx(run_cell(cell)["total_utility"], rel=1e-12)
+    assert set(jobs.policy) == {"gadget"} and set(jobs.seed) == {1}
+    seen = []
+    real = run_mod.run_one
+    monkeypatch.setattr(run_mod, "run_one", lambda *a, **k: seen.append(a[4].contention) or real(*a, **k))
+    mod.width_jobs(cell, True)
+    assert seen == [True]

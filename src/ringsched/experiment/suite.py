@@ -42,27 +42,36 @@ class Cell:
     decide_as: str | None = None  # the policy decides as under this objective instead (the target's jct reference)
 
 
-def run_cell(cell: Cell) -> dict:
-    """One policy on one workload, seed and estimate setting: a flat row of figures."""
+def cell_world(cell: Cell):
+    """(jobs, cluster, SimConfig) of a cell: the workload's jobs as the seed perturbs them, in the
+    world the suite runs (``benchmarks/by_width.py`` reads its runs' jobs from the same world)."""
     from ringsched.experiment.config import TraceSettings
-    from ringsched.experiment.run import run_one
     from ringsched.experiment.workload import load_workload
-    from ringsched.perfmodel.speed import SpeedModel
     from ringsched.simulator import SimConfig
 
     w = cell.workload
-    t0 = time.perf_counter()
     trace = TraceSettings(trace=w.spec(), vc=w.vc, window=w.window, limit=w.limit, rigid=w.rigid)
     wl = load_workload(trace, w.cluster_spec(), seed=cell.seed, profiles=cell.profiles)
     jobs = perturb_arrivals(w.adapt(wl.jobs), cell.seed)
     cfg = SimConfig(seed=cell.seed, estimates=cell.estimates, decide_at_events=cell.decide_at_events)
-    s = run_one(cell.objective, jobs, wl.cluster, cell.policy, cfg, profiles=cell.profiles,
+    return jobs, wl.cluster, cfg
+
+
+def run_cell(cell: Cell) -> dict:
+    """One policy on one workload, seed and estimate setting: a flat row of figures."""
+    from ringsched.experiment.run import run_one
+    from ringsched.perfmodel.speed import SpeedModel
+
+    w = cell.workload
+    t0 = time.perf_counter()
+    jobs, cluster, cfg = cell_world(cell)
+    s = run_one(cell.objective, jobs, cluster, cell.policy, cfg, profiles=cell.profiles,
                 decide_as=cell.decide_as).summary
     row = {"workload": w.name, "family": w.family, "mix": w.mix, "setup": w.describe(), "seed": cell.seed,
            "estimates": cell.estimates, "policy": cell.policy, "decide_at_events": cell.decide_at_events,
            "objective": s["objective"], "decided_as": s["decided_as"],
            "jobs": s["jobs"], "completed": s["completed"], "rejected": s["rejected"],
-           "offered_load": offered_load(jobs, wl.cluster, SpeedModel(wl.cluster))}
+           "offered_load": offered_load(jobs, cluster, SpeedModel(cluster))}
     for k in ("total_utility", "max_utility", "mean_jct_s", "p50_jct_s", "p99_jct_s", "mean_jct_completed_s",
               "gpu_utilization", "gpu_utilization_busy", "worst_ftf_rho", "jain_index", "energy_kwh", "preemptions"):
         row[k] = np.nan if s.get(k) is None else float(s[k])

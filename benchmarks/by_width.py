@@ -1,0 +1,124 @@
+"""Where each policy's utility and JCT go, by job width (docs/suite-history.md, thirty-second round).
+
+A policy can win one width's jobs and lose another's (packing keeps servers whole for wide rings
+at the narrow jobs' expense); the suite's totals hide that. This runs the cells and prints, per
+requested width and policy, the utility summed over the runs, the mean JCT and the restarts,
+then each policy's totals and their ratio to the first policy's: per workload, and pooled over
+the workloads when there are several.
+
+    python benchmarks/by_width.py --workloads many-short --seeds 0,1,2 --policies gadget,gadget:pack_slack=0
+    python benchmarks/by_width.py --trace synthetic:400,load=1.0 --trace synthetic:400,load=1.5 --cluster 8x4 \\
+        --rigid both --contention --seeds 0,1,2 --policies gadget,gadget:pack_slack=0
+
+``--workloads`` takes the suite's and ``benchmarks/heldout.py``'s names; ``--trace`` (repeatable)
+builds workloads from trace specs on ``--cluster`` instead, rigid, elastic or both. The world is
+the suite's (``experiment.suite.cell_world``: decisions at events, arrivals moved from seed 1 on),
+with NIC contention on under ``--contention``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def width_jobs(cell, contention: bool):
+    """The per-job table of one cell (a module-level function: the executor pickles it)."""
+    from ringsched.experiment.run import run_one
+    from ringsched.experiment.suite import cell_world
+
+    jobs, cluster, cfg = cell_world(cell)
+    cfg = dataclasses.replace(cfg, contention=contention)
+    j = run_one(cell.objective, jobs, cluster, cell.policy, cfg).jobs
+    return j[["requested_gpus", "utility", "jct_s", "restarts"]].assign(
+        workload=cell.workload.name, seed=cell.seed, policy=cell.policy)
+
+
+def chosen_workloads(a):
+    """The workloads the options name (suite or held-out names, or traces on one cluster)."""
+    from ringsched.experiment.workloads import WORKLOADS, SuiteWorkload
+
+    if a.trace:
+        rigid = {"no": [False], "yes": [True], "both": [False, True]}[a.rigid]
+        return [SuiteWorkload(f"{t} on {a.cluster}{' rigid' if r else ''}", "trace", t, a.cluster, "by_width.py",
+                              rigid=r) for t in a.trace for r in rigid]
+    import heldout
+
+    known = {w.name: w for w in (*WORKLOADS, *heldout.workloads())}
+    names = (a.workloads or "").split(",")
+    unknown = [n for n in names if n not in known]
+    if unknown or not a.workloads:
+        print(f"by_width.py: --workloads: unknown workload(s): {', '.join(unknown) or '(none given)'}", file=sys.stderr)
+        raise SystemExit(2)
+    return [known[n] for n in names]
+
+
+def tables(jobs):
+    """(per width and policy: jobs, utility summed, mean JCT, restarts; per policy: utility and
+    mean JCT, and their ratios to the first policy's), policies in the order they came."""
+    pols = list(dict.fromkeys(jobs.policy))
+    g = jobs.groupby(["requested_gpus", "policy"]).agg(jobs=("utility", "size"), utility=("utility", "sum"),
+                                                       mean_jct_s=("jct_s", "mean"), restarts=("restarts", "sum"))
+    wide = g.unstack("policy").reindex(columns=pols, level="policy")
+    tot = jobs.groupby("policy").agg(utility=("utility", "sum"), mean_jct_s=("jct_s", "mean")).reindex(pols)
+    tot["utility_ratio"] = tot.utility / tot.utility.iloc[0]
+    tot["mean_jct_ratio"] = tot.mean_jct_s / tot.mean_jct_s.iloc[0]
+    return wide, tot
+
+
+def by_workload(jobs) -> list[tuple]:
+    """``tables`` per workload, in the order they came, then pooled when there are several."""
+    groups = [(name, g) for name, g in jobs.groupby("workload", sort=False)]
+    if len(groups) > 1:
+        groups.append(("every workload above, pooled", jobs))
+    return [(name, *tables(g)) for name, g in groups]
+
+
+def main() -> None:
+    import pandas as pd
+
+    from ringsched.errors import InputError
+    from ringsched.experiment.executors import Task, run_parallel
+    from ringsched.experiment.suite import Cell
+    from ringsched.experiment.workload import resolve_policies
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workloads", default=None, help="comma-separated suite or held-out names")
+    ap.add_argument("--trace", action="append", default=[], help="a trace spec (repeatable), on --cluster")
+    ap.add_argument("--cluster", default="4x8")
+    ap.add_argument("--rigid", choices=("no", "yes", "both"), default="no")
+    ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--policies", default="gadget,gadget:pack_slack=0")
+    ap.add_argument("--estimates", default="exact")
+    ap.add_argument("--contention", action="store_true", help="crossing rings share their NICs (docs/metrics.md)")
+    ap.add_argument("--workers", type=int, default=2)
+    a = ap.parse_args()
+    try:
+        pols = resolve_policies(a.policies)
+    except InputError as e:
+        print(f"by_width.py: --policies: {e}", file=sys.stderr)
+        raise SystemExit(2)
+    if not all(s.strip().isdigit() for s in a.seeds.split(",")):
+        print(f"by_width.py: --seeds: not a comma-separated list of seeds: {a.seeds!r}", file=sys.stderr)
+        raise SystemExit(2)
+    seeds = [int(s) for s in a.seeds.split(",")]
+    cells = [Cell(w, s, a.estimates, p) for w in chosen_workloads(a) for s in seeds for p in pols]
+    tasks = [Task(f"{c.workload.name} seed {c.seed} {c.policy}", width_jobs, (c, a.contention)) for c in cells]
+    out = run_parallel(tasks, workers=a.workers, per_task_bars=False, label="cells")
+    for key, err in out.errors.items():
+        print(f"by_width.py: {key}: {err}", file=sys.stderr)
+    if not out.results:
+        raise SystemExit(1)
+    jobs = pd.concat([out.results[t.key] for t in tasks if t.key in out.results], ignore_index=True)
+    with pd.option_context("display.width", 250, "display.max_columns", 50):
+        for name, wide, tot in by_workload(jobs):
+            print(f"== {name}\n{wide.round(1).to_string()}\n\n{tot.round(4).to_string()}\n")
+    raise SystemExit(130 if out.interrupted else 1 if out.errors else 0)
+
+
+if __name__ == "__main__":
+    main()

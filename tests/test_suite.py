@@ -399,3 +399,19 @@ def test_by_width_runs_the_suites_world_with_contention_when_asked(monkeypatch):
     monkeypatch.setattr(run_mod, "run_one", lambda *a, **k: seen.append(a[4].contention) or real(*a, **k))
     mod.width_jobs(cell, True)
     assert seen == [True]
+
+
+def test_a_cells_world_takes_the_cells_seed_estimates_and_decision_rule():
+    """``cell_world`` (every suite cell's and ``by_width.py``'s world): the simulator runs with
+    the cell's seed, its duration estimates and its decision rule, on the workload's cluster.
+    Mutants caught: the estimates dropped (every cell exact), ``decide_at_events`` dropped (the
+    slotted cells decided at events), the world seeded 0 whatever the cell's seed."""
+    from ringsched.experiment.suite import Cell, cell_world
+    from ringsched.experiment.workloads import SuiteWorkload
+    from ringsched.simulator import SimConfig
+
+    w = SuiteWorkload("t", "synthetic", "synthetic:30", "3x8", "test")
+    jobs, cluster, cfg = cell_world(Cell(w, 3, "lognormal:1", "gadget", decide_at_events=False))
+    assert (cfg.seed, cfg.estimates, cfg.decide_at_events) == (3, SimConfig(estimates="lognormal:1").estimates, False)
+    assert cluster.num_servers == 3 and len(jobs) == 30
+    assert cell_world(Cell(w, 2, "exact", "gadget"))[2].decide_at_events is True

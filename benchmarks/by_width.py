@@ -83,8 +83,9 @@ def main() -> None:
 
     from ringsched.errors import InputError
     from ringsched.experiment.executors import Task, run_parallel
-    from ringsched.experiment.suite import Cell
+    from ringsched.experiment.suite import Cell, cell_world
     from ringsched.experiment.workload import resolve_policies
+    from ringsched.simulator.estimates import estimates_from_text
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default=None, help="comma-separated suite or held-out names")
@@ -106,7 +107,19 @@ def main() -> None:
         print(f"by_width.py: --seeds: not a comma-separated list of seeds: {a.seeds!r}", file=sys.stderr)
         raise SystemExit(2)
     seeds = [int(s) for s in a.seeds.split(",")]
-    cells = [Cell(w, s, a.estimates, p) for w in chosen_workloads(a) for s in seeds for p in pols]
+    try:
+        estimates_from_text(a.estimates)
+    except ValueError as e:
+        print(f"by_width.py: --estimates: {e}", file=sys.stderr)
+        raise SystemExit(2)
+    workloads = chosen_workloads(a)
+    for w in workloads:  # (a bad trace, cluster or estimate: one line before any run)
+        try:
+            cell_world(Cell(w, seeds[0], a.estimates, pols[0]))
+        except InputError as e:
+            print(f"by_width.py: {w.name}: {e}", file=sys.stderr)
+            raise SystemExit(2)
+    cells = [Cell(w, s, a.estimates, p) for w in workloads for s in seeds for p in pols]
     tasks = [Task(f"{c.workload.name} seed {c.seed} {c.policy}", width_jobs, (c, a.contention)) for c in cells]
     out = run_parallel(tasks, workers=a.workers, per_task_bars=False, label="cells")
     for key, err in out.errors.items():

@@ -332,14 +332,18 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
     ("by_width.py", ["--workloads", "syn-3,nope"], "--workloads"),
     ("by_width.py", ["--workloads", "syn-3", "--seeds", "0,x"], "--seeds"),
     ("by_width.py", ["--workloads", "syn-3", "--policies", "gadget:bogus=1"], "--policies"),
+    ("by_width.py", ["--workloads", "syn-3", "--estimates", "lognormal:x"], "--estimates"),
+    ("by_width.py", ["--trace", "synthetic:20", "--cluster", "4xZ"], "4xZ"),
+    ("by_width.py", ["--trace", "philly:/nonexistent/none.csv"], "none.csv"),
 ])
 def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script, args, names):
     """An unknown held-out workload or a bad objective, ``--per-seed`` without ``--trades``, a
-    folder without a suite's cells: one line on stderr naming the option or file, exit code 2,
-    nothing run.
+    folder without a suite's cells, a bad seed list, policy, estimate, cluster or trace file:
+    one line on stderr naming the option or file, exit code 2, nothing run.
     Mutants caught: argparse's ``ap.error`` (a usage line before the error); the cells read
     before the options are checked, or read without a check (a traceback); the objective not
-    checked before the runs (a traceback)."""
+    checked before the runs (a traceback); by_width's estimates or workloads' worlds not
+    checked before the runs (a traceback; a failed cell's two lines and exit 1)."""
     import subprocess
     import sys
     from pathlib import Path

@@ -49,6 +49,7 @@ def main() -> None:
     from ringsched.errors import InputError
     from ringsched.experiment.suite import Cell, objective_metrics, ratios, run_suite, skipped_workloads
     from ringsched.policies.registry import policy_names
+    from ringsched.simulator.estimates import estimates_from_text
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
@@ -71,6 +72,11 @@ def main() -> None:
         metrics = [m for m, _ in objective_metrics(a.objective)]
     except InputError as e:
         print(f"heldout.py: --objective: {e}", file=sys.stderr)
+        raise SystemExit(2)
+    try:
+        estimates_from_text(a.estimates)
+    except ValueError as e:
+        print(f"heldout.py: --estimates: {e}", file=sys.stderr)
         raise SystemExit(2)
     for w, why in skipped_workloads(ws):
         print(f"skipped {w.name}: {why}")

@@ -326,6 +326,7 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
 @pytest.mark.parametrize("script, args, names", [
     ("heldout.py", ["OUT", "--workloads", "ho-philly-2869ce,nope"], "--workloads"),
     ("heldout.py", ["OUT", "--objective", "deadline,slack=-1"], "--objective"),
+    ("heldout.py", ["OUT", "--estimates", "lognormal:x"], "--estimates"),
     ("suite_against_each.py", ["OUT", "--per-seed"], "--per-seed"),
     ("suite_against_each.py", ["OUT", "--trades"], "cells.parquet"),
     ("suite_join.py", ["OUT", "OUT", "OUT"], "cells.parquet"),
@@ -342,8 +343,9 @@ def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script,
     one line on stderr naming the option or file, exit code 2, nothing run.
     Mutants caught: argparse's ``ap.error`` (a usage line before the error); the cells read
     before the options are checked, or read without a check (a traceback); the objective not
-    checked before the runs (a traceback); by_width's estimates or workloads' worlds not
-    checked before the runs (a traceback; a failed cell's two lines and exit 1)."""
+    checked before the runs (a traceback); heldout.py's estimates not checked before the runs
+    (every cell failed); by_width's estimates or workloads' worlds not checked before the runs
+    (a traceback; a failed cell's two lines and exit 1)."""
     import subprocess
     import sys
     from pathlib import Path

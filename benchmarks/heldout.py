@@ -42,24 +42,15 @@ def workloads():
     ]
 
 
-def main() -> None:
-    import pandas as pd
-
-    import ringsched.policies  # noqa: F401 - registers every policy
+def checked(a):
+    """(workloads, the objective's metrics, policies) of the options, or one error line naming
+    the option and exit code 2, before anything runs."""
     from ringsched.errors import InputError
-    from ringsched.experiment.suite import Cell, objective_metrics, ratios, run_suite, skipped_workloads
+    from ringsched.experiment.suite import objective_metrics
+    from ringsched.experiment.workload import resolve_policies
     from ringsched.policies.registry import policy_names
     from ringsched.simulator.estimates import estimates_from_text
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--policies", default=None, help="comma-separated (default: every policy)")
-    ap.add_argument("--target", default="gadget")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--estimates", default="exact", help="the duration knowledge (docs/metrics.md)")
-    ap.add_argument("--workloads", default=None, help="comma-separated names (default: every one)")
-    ap.add_argument("--objective", default="jct", help="what the runs are judged by (docs/objectives.md)")
-    a = ap.parse_args()
     ws = workloads()
     if a.workloads:
         names = a.workloads.split(",")
@@ -78,10 +69,31 @@ def main() -> None:
     except ValueError as e:
         print(f"heldout.py: --estimates: {e}", file=sys.stderr)
         raise SystemExit(2)
+    try:  # (resolve_policies: "a:k=v,k2=v2,b" is two policies, each checked)
+        pols = resolve_policies(a.policies) if a.policies else policy_names()
+    except InputError as e:
+        print(f"heldout.py: --policies: {e}", file=sys.stderr)
+        raise SystemExit(2)
+    return ws, metrics, pols
+
+
+def main() -> None:
+    import ringsched.policies  # noqa: F401 - registers every policy
+    from ringsched.experiment.suite import Cell, ratios, run_suite, skipped_workloads
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--policies", default=None, help="comma-separated (default: every policy)")
+    ap.add_argument("--target", default="gadget")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--estimates", default="exact", help="the duration knowledge (docs/metrics.md)")
+    ap.add_argument("--workloads", default=None, help="comma-separated names (default: every one)")
+    ap.add_argument("--objective", default="jct", help="what the runs are judged by (docs/objectives.md)")
+    a = ap.parse_args()
+    ws, metrics, pols = checked(a)
     for w, why in skipped_workloads(ws):
         print(f"skipped {w.name}: {why}")
     skipped = {w.name for w, _ in skipped_workloads(ws)}
-    pols = a.policies.split(",") if a.policies else policy_names()
     cells = [Cell(w, s, a.estimates, p, objective=a.objective) for w in ws if w.name not in skipped
              for s in (0, 1) for p in pols]
     run = run_suite(cells, workers=a.workers)

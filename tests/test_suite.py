@@ -327,6 +327,7 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
     ("heldout.py", ["OUT", "--workloads", "ho-philly-2869ce,nope"], "--workloads"),
     ("heldout.py", ["OUT", "--objective", "deadline,slack=-1"], "--objective"),
     ("heldout.py", ["OUT", "--estimates", "lognormal:x"], "--estimates"),
+    ("heldout.py", ["OUT", "--policies", "fifo,gadget:bogus=1"], "--policies"),
     ("suite_against_each.py", ["OUT", "--per-seed"], "--per-seed"),
     ("suite_against_each.py", ["OUT", "--trades"], "cells.parquet"),
     ("suite_join.py", ["OUT", "OUT", "OUT"], "cells.parquet"),
@@ -343,8 +344,8 @@ def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script,
     one line on stderr naming the option or file, exit code 2, nothing run.
     Mutants caught: argparse's ``ap.error`` (a usage line before the error); the cells read
     before the options are checked, or read without a check (a traceback); the objective not
-    checked before the runs (a traceback); heldout.py's estimates not checked before the runs
-    (every cell failed); by_width's estimates or workloads' worlds not checked before the runs
+    checked before the runs (a traceback); heldout.py's estimates or policies not checked before
+    the runs (every cell failed); by_width's estimates or workloads' worlds not checked before the runs
     (a traceback; a failed cell's two lines and exit 1)."""
     import subprocess
     import sys

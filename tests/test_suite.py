@@ -422,3 +422,16 @@ def test_a_cells_world_takes_the_cells_seed_estimates_and_decision_rule():
     assert (cfg.seed, cfg.estimates, cfg.decide_at_events) == (3, SimConfig(estimates="lognormal:1").estimates, False)
     assert cluster.num_servers == 3 and len(jobs) == 30
     assert cell_world(Cell(w, 2, "exact", "gadget"))[2].decide_at_events is True
+
+
+def test_heldout_reads_a_policy_with_several_options_as_one():
+    """``benchmarks/heldout.py --policies`` as the suite reads it: ``b:k=v,k2=v2`` is one policy.
+    Mutant caught: the list split at every comma (``retry_backoff=5`` a policy of its own)."""
+    import argparse
+
+    mod = _benchmark_module("heldout")
+    a = argparse.Namespace(workloads="ho-syn-3x8-rigid-2", objective="jct", estimates="exact",
+                           policies="fifo,gadget:pack_slack=0,retry_backoff=5")
+    ws, metrics, pols = mod.checked(a)
+    assert pols == ["fifo", "gadget:pack_slack=0,retry_backoff=5"]
+    assert [w.name for w in ws] == ["ho-syn-3x8-rigid-2"] and metrics == []

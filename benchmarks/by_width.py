@@ -78,14 +78,32 @@ def by_workload(jobs) -> list[tuple]:
     return [(name, *tables(g)) for name, g in groups]
 
 
+def checked(a):
+    """(workloads, seeds, policies) of the options, each workload's world built once, or one
+    error line naming the option or workload and exit code 2, before anything runs."""
+    from heldout import option_or_exit
+
+    from ringsched.experiment.config import parse_estimates
+    from ringsched.experiment.suite import Cell, cell_world
+    from ringsched.experiment.workload import resolve_policies
+
+    pols = option_or_exit("--policies", lambda: resolve_policies(a.policies))
+    if not all(s.strip().isdigit() for s in a.seeds.split(",")):
+        print(f"by_width.py: --seeds: not a comma-separated list of seeds: {a.seeds!r}", file=sys.stderr)
+        raise SystemExit(2)
+    seeds = [int(s) for s in a.seeds.split(",")]
+    option_or_exit("--estimates", lambda: parse_estimates(a.estimates))
+    workloads = chosen_workloads(a)
+    for w in workloads:  # (a bad trace or cluster)
+        option_or_exit(w.name, lambda: cell_world(Cell(w, seeds[0], a.estimates, pols[0])))
+    return workloads, seeds, pols
+
+
 def main() -> None:
     import pandas as pd
 
-    from ringsched.errors import InputError
     from ringsched.experiment.executors import Task, run_parallel
-    from ringsched.experiment.suite import Cell, cell_world
-    from ringsched.experiment.workload import resolve_policies
-    from ringsched.simulator.estimates import estimates_from_text
+    from ringsched.experiment.suite import Cell
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default=None, help="comma-separated suite or held-out names")
@@ -98,32 +116,10 @@ def main() -> None:
     ap.add_argument("--contention", action="store_true", help="crossing rings share their NICs (docs/metrics.md)")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
-    try:
-        pols = resolve_policies(a.policies)
-    except InputError as e:
-        print(f"by_width.py: --policies: {e}", file=sys.stderr)
-        raise SystemExit(2)
-    if not all(s.strip().isdigit() for s in a.seeds.split(",")):
-        print(f"by_width.py: --seeds: not a comma-separated list of seeds: {a.seeds!r}", file=sys.stderr)
-        raise SystemExit(2)
-    seeds = [int(s) for s in a.seeds.split(",")]
-    try:
-        estimates_from_text(a.estimates)
-    except ValueError as e:
-        print(f"by_width.py: --estimates: {e}", file=sys.stderr)
-        raise SystemExit(2)
-    workloads = chosen_workloads(a)
-    for w in workloads:  # (a bad trace, cluster or estimate: one line before any run)
-        try:
-            cell_world(Cell(w, seeds[0], a.estimates, pols[0]))
-        except InputError as e:
-            print(f"by_width.py: {w.name}: {e}", file=sys.stderr)
-            raise SystemExit(2)
+    workloads, seeds, pols = checked(a)
     cells = [Cell(w, s, a.estimates, p) for w in workloads for s in seeds for p in pols]
     tasks = [Task(f"{c.workload.name} seed {c.seed} {c.policy}", width_jobs, (c, a.contention)) for c in cells]
-    out = run_parallel(tasks, workers=a.workers, per_task_bars=False, label="cells")
-    for key, err in out.errors.items():
-        print(f"by_width.py: {key}: {err}", file=sys.stderr)
+    out = run_parallel(tasks, workers=a.workers, per_task_bars=False, label="cells")  # (it prints failed cells)
     if not out.results:
         raise SystemExit(1)
     jobs = pd.concat([out.results[t.key] for t in tasks if t.key in out.results], ignore_index=True)

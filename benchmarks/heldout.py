@@ -42,14 +42,25 @@ def workloads():
     ]
 
 
+def option_or_exit(option: str, parse):
+    """``parse()``; its InputError is one line on stderr naming the script and ``option``, and exit
+    code 2 (``by_width.py`` checks its options the same way)."""
+    from ringsched.errors import InputError
+
+    try:
+        return parse()
+    except InputError as e:
+        print(f"{Path(sys.argv[0]).name}: {option}: {e}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def checked(a):
     """(workloads, the objective's metrics, policies) of the options, or one error line naming
     the option and exit code 2, before anything runs."""
-    from ringsched.errors import InputError
+    from ringsched.experiment.config import parse_estimates
     from ringsched.experiment.suite import objective_metrics
     from ringsched.experiment.workload import resolve_policies
     from ringsched.policies.registry import policy_names
-    from ringsched.simulator.estimates import estimates_from_text
 
     ws = workloads()
     if a.workloads:
@@ -59,21 +70,10 @@ def checked(a):
             print(f"heldout.py: --workloads: unknown held-out workload(s): {', '.join(unknown)}", file=sys.stderr)
             raise SystemExit(2)
         ws = [w for w in ws if w.name in names]
-    try:
-        metrics = [m for m, _ in objective_metrics(a.objective)]
-    except InputError as e:
-        print(f"heldout.py: --objective: {e}", file=sys.stderr)
-        raise SystemExit(2)
-    try:
-        estimates_from_text(a.estimates)
-    except ValueError as e:
-        print(f"heldout.py: --estimates: {e}", file=sys.stderr)
-        raise SystemExit(2)
-    try:  # (resolve_policies: "a:k=v,k2=v2,b" is two policies, each checked)
-        pols = resolve_policies(a.policies) if a.policies else policy_names()
-    except InputError as e:
-        print(f"heldout.py: --policies: {e}", file=sys.stderr)
-        raise SystemExit(2)
+    metrics = [m for m, _ in option_or_exit("--objective", lambda: objective_metrics(a.objective))]
+    option_or_exit("--estimates", lambda: parse_estimates(a.estimates))
+    # (resolve_policies: "a:k=v,k2=v2,b" is two policies, each checked)
+    pols = option_or_exit("--policies", lambda: resolve_policies(a.policies)) if a.policies else policy_names()
     return ws, metrics, pols
 
 

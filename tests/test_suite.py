@@ -346,7 +346,7 @@ def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script,
     before the options are checked, or read without a check (a traceback); the objective not
     checked before the runs (a traceback); heldout.py's estimates or policies not checked before
     the runs (every cell failed); by_width's estimates or workloads' worlds not checked before the runs
-    (a traceback; a failed cell's two lines and exit 1)."""
+    (a traceback; a failed cell's line and exit 1)."""
     import subprocess
     import sys
     from pathlib import Path

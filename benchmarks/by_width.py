@@ -4,7 +4,8 @@ A policy can win one width's jobs and lose another's (packing keeps servers whol
 at the narrow jobs' expense); the suite's totals hide that. This runs the cells and prints, per
 requested width and policy, the utility summed over the runs, the mean JCT and the restarts,
 then each policy's totals and their ratio to the first policy's: per workload, and pooled over
-the workloads when there are several.
+the workloads when there are several. Under an objective that sets deadlines (``--objective
+deadline``) it counts the deadlines met too, by width: where a policy's deadlines come from.
 
     python benchmarks/by_width.py --workloads many-short --seeds 0,1,2 --policies gadget,gadget:pack_slack=0
     python benchmarks/by_width.py --trace synthetic:400,load=1.0 --trace synthetic:400,load=1.5 --cluster 8x4 \\
@@ -34,8 +35,11 @@ def width_jobs(cell, contention: bool):
     jobs, cluster, cfg = cell_world(cell)
     cfg = dataclasses.replace(cfg, contention=contention)
     j = run_one(cell.objective, jobs, cluster, cell.policy, cfg).jobs
-    return j[["requested_gpus", "utility", "jct_s", "restarts"]].assign(
+    out = j[["requested_gpus", "utility", "jct_s", "restarts"]].assign(
         workload=cell.workload.name, seed=cell.seed, policy=cell.policy)
+    if "deadline_met" in j:  # (an objective that sets deadlines: each job's, from its report)
+        out["deadline_met"] = j.deadline_met.astype(int)
+    return out
 
 
 def chosen_workloads(a):
@@ -58,15 +62,18 @@ def chosen_workloads(a):
 
 
 def tables(jobs):
-    """(per width and policy: jobs, utility summed, mean JCT, restarts; per policy: utility and
-    mean JCT, and their ratios to the first policy's), policies in the order they came."""
+    """(per width and policy: jobs, utility summed, mean JCT, restarts, deadlines met where the
+    jobs have them; per policy: those totals and their ratios to the first policy's), policies in
+    the order they came."""
     pols = list(dict.fromkeys(jobs.policy))
-    g = jobs.groupby(["requested_gpus", "policy"]).agg(jobs=("utility", "size"), utility=("utility", "sum"),
-                                                       mean_jct_s=("jct_s", "mean"), restarts=("restarts", "sum"))
+    sums = dict(utility=("utility", "sum"), mean_jct_s=("jct_s", "mean"))
+    if "deadline_met" in jobs:
+        sums["deadline_met"] = ("deadline_met", "sum")
+    g = jobs.groupby(["requested_gpus", "policy"]).agg(jobs=("utility", "size"), **sums, restarts=("restarts", "sum"))
     wide = g.unstack("policy").reindex(columns=pols, level="policy")
-    tot = jobs.groupby("policy").agg(utility=("utility", "sum"), mean_jct_s=("jct_s", "mean")).reindex(pols)
-    tot["utility_ratio"] = tot.utility / tot.utility.iloc[0]
-    tot["mean_jct_ratio"] = tot.mean_jct_s / tot.mean_jct_s.iloc[0]
+    tot = jobs.groupby("policy").agg(**sums).reindex(pols)
+    for col in sums:
+        tot[f"{col.removesuffix('_s')}_ratio"] = tot[col] / tot[col].iloc[0]
     return wide, tot
 
 
@@ -84,6 +91,7 @@ def checked(a):
     from heldout import option_or_exit
 
     from ringsched.experiment.config import parse_estimates
+    from ringsched.experiment.objectives import parse_objective
     from ringsched.experiment.suite import Cell, cell_world
     from ringsched.experiment.workload import resolve_policies
 
@@ -93,17 +101,24 @@ def checked(a):
         raise SystemExit(2)
     seeds = [int(s) for s in a.seeds.split(",")]
     option_or_exit("--estimates", lambda: parse_estimates(a.estimates))
+    option_or_exit("--objective", lambda: parse_objective(a.objective))
     workloads = chosen_workloads(a)
     for w in workloads:  # (a bad trace or cluster)
         option_or_exit(w.name, lambda: cell_world(Cell(w, seeds[0], a.estimates, pols[0])))
     return workloads, seeds, pols
 
 
+def cells_of(a, workloads, seeds, pols) -> list:
+    """Every workload x seed x policy, under the options' estimates and objective."""
+    from ringsched.experiment.suite import Cell
+
+    return [Cell(w, s, a.estimates, p, objective=a.objective) for w in workloads for s in seeds for p in pols]
+
+
 def main() -> None:
     import pandas as pd
 
     from ringsched.experiment.executors import Task, run_parallel
-    from ringsched.experiment.suite import Cell
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default=None, help="comma-separated suite or held-out names")
@@ -113,11 +128,12 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--policies", default="gadget,gadget:pack_slack=0")
     ap.add_argument("--estimates", default="exact")
+    ap.add_argument("--objective", default="jct", help="what the runs are judged and decided by (docs/objectives.md)")
     ap.add_argument("--contention", action="store_true", help="crossing rings share their NICs (docs/metrics.md)")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
     workloads, seeds, pols = checked(a)
-    cells = [Cell(w, s, a.estimates, p) for w in workloads for s in seeds for p in pols]
+    cells = cells_of(a, workloads, seeds, pols)
     tasks = [Task(f"{c.workload.name} seed {c.seed} {c.policy}", width_jobs, (c, a.contention)) for c in cells]
     out = run_parallel(tasks, workers=a.workers, per_task_bars=False, label="cells")  # (it prints failed cells)
     if not out.results:

@@ -219,7 +219,7 @@ def test_a_job_running_early_on_its_planned_servers_gets_those_slots_committed()
     # without room in the ledger until the plan starts, nothing is committed early
     g = Gadget(L=1e-3, U=10.0, late_share=0.05)
     g._ensure(nodes(c), [js])
-    plan = g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=g._horizon_end(js, nodes(c)))
+    plan = g.search(j, j.work_samples, nodes(c), 0, horizon_end_s=g.horizon_end_s(js, nodes(c)))
     start, _, pl = plan.segments[0]
     g.book.commit("j0", plan)
     s = pl[0]

@@ -81,7 +81,7 @@ def test_the_rule_compares_with_the_job_alone_from_now_and_drops_jobs_with_nothi
     assert abs(g.fastest_alone_s(js, n) - 4_000.0) < 1.0
 
     def late(finish_s, job_state=js):
-        return g._too_late(job_state, Plan([(33, 47, (0,) * 8)], finish_s, 1.0, 0.0), n)
+        return g.too_late(job_state, Plan([(33, 47, (0,) * 8)], finish_s, 1.0, 0.0), n)
 
     share = float(j.utility(14_000.0)) / float(j.utility.max_value)
     assert 0.1 < share < 0.3
@@ -90,7 +90,7 @@ def test_the_rule_compares_with_the_job_alone_from_now_and_drops_jobs_with_nothi
     dead = JobState(rigid("d", 0.0, 8, 4_000.0, c, sigmoid(1.0, 2_000.0)), 1, 4_000.0)  # alone: 1e-5 left
     g._ensure(n, [dead])
     assert late(14_000.0, dead)
-    assert not Gadget(on_time_share=0.0)._too_late(js, Plan([(33, 47, (0,) * 8)], 1e9, 1.0, 0.0), n)
+    assert not Gadget(on_time_share=0.0).too_late(js, Plan([(33, 47, (0,) * 8)], 1e9, 1.0, 0.0), n)
 
 
 def test_a_job_with_nothing_left_to_earn_is_not_searched_for():

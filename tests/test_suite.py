@@ -408,6 +408,30 @@ def test_by_width_runs_the_suites_world_with_contention_when_asked(monkeypatch):
     assert seen == [True]
 
 
+def test_by_width_counts_deadlines_met_by_width_as_the_objective_does():
+    """Under ``--objective deadline`` each job's deadline met or not, summed by width and in the
+    totals with their ratio to the first policy; the cell's count is the objective report's.
+    Mutants caught: the objective not passed to the cells (no deadlines: no column); the totals
+    without the count; the count's column taken whether the jobs have it or not (a KeyError)."""
+    import argparse
+
+    from ringsched.experiment.suite import run_cell
+    from ringsched.experiment.workloads import SuiteWorkload
+
+    mod = _benchmark_module("by_width")
+    w = SuiteWorkload("t", "synthetic", "synthetic:40,load=10", "1x4", "test")
+    a = argparse.Namespace(estimates="exact", objective="deadline")
+    (cell,) = mod.cells_of(a, [w], [1], ["gadget"])
+    jobs = mod.width_jobs(cell, False)
+    met = int(jobs.deadline_met.sum())
+    assert met == run_cell(cell)["deadline_met"] and 0 < met < len(jobs)
+    jobs["utility"] = 1.0
+    wide, tot = mod.tables(pd.concat([jobs, jobs.assign(policy="x", deadline_met=0)]))
+    assert tot.deadline_met.tolist() == [met, 0] and tot.deadline_met_ratio.tolist() == [1.0, 0.0]
+    assert wide[("deadline_met", "gadget")].sum() == met
+    assert "deadline_met" not in mod.tables(jobs.drop(columns="deadline_met"))[1]
+
+
 def test_a_cells_world_takes_the_cells_seed_estimates_and_decision_rule():
     """``cell_world`` (every suite cell's and ``by_width.py``'s world): the simulator runs with
     the cell's seed, its duration estimates and its decision rule, on the workload's cluster.

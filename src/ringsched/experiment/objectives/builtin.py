@@ -156,6 +156,7 @@ class Deadline(Objective):
         jobs["deadline_s"] = d
         done = (jobs["status"] == "completed").to_numpy()
         met = done & (jobs["jct_s"].to_numpy(dtype=float) <= d + DeadlineUtility.ON_TIME_S)
+        jobs["deadline_met"] = met
         n = len(jobs)
         result.summary["deadline_met"] = int(met.sum())
         result.summary["deadline_met_share"] = float(met.sum() / n) if n else None

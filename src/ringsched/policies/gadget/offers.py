@@ -33,7 +33,7 @@ def offer_unplanned(policy, jobs, active: dict, nodes: Nodes, slot: int, behind:
         policy.tried_epoch[jid] = policy.book.epoch
         plan = policy.offer(js, nodes, slot, previous_allocations.get(jid, ()), must=must, quick=quick.get(jid),
                             on_time=True)
-        if plan is not None and not must and policy._too_late(js, plan, nodes):
+        if plan is not None and not must and policy.too_late(js, plan, nodes):
             plan = None  # (admission on time: a later plan would hold slots that later arrivals need)
         if jid in policy.overdue and (plan is None or plan.first_slot > slot) and \
                 plan_overdue(policy, js, plan, nodes, slot, active, previous_allocations):
@@ -88,7 +88,7 @@ def quick_bounds(policy, offers: list[tuple], nodes: Nodes, slot: int) -> dict[s
         return {}
     free_to_skip = [js for js, _, must in offers if not must]
     vals = policy.bounds.quick_bounds([(js.job, planned_remaining(js, nodes.now_s, policy.p.stop_converged),
-                                        policy._horizon_end(js, nodes))
+                                        policy.horizon_end_s(js, nodes))
                                        for js in free_to_skip], nodes, slot)
     return {js.job_id: float(v) for js, v in zip(free_to_skip, vals)}
 

@@ -50,7 +50,7 @@ class GadgetParams:
     stay_put: bool = True
     # deferred admission: a job is admitted only by a plan that keeps at least this share of
     # what it could still earn running alone from now (0.5), and not once that is below
-    # tail_utility of its maximum; 0: any paying plan (Gadget._too_late)
+    # tail_utility of its maximum; 0: any paying plan (Gadget.too_late)
     on_time_share: float = 0.5
     # deferred admission: the first job with nothing left to earn that needs more than one GPU,
     # neither runs nor has a plan and has waited its time alone is planned at any payoff, one

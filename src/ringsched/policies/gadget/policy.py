@@ -157,7 +157,9 @@ class Gadget(Policy):
         rate = max((self.planner.max_rate(nodes, js.job, w) for w in menu), default=0.0)
         return planned_remaining(js, nodes.now_s, self.p.stop_converged) / max(rate, 1e-12)
 
-    def _horizon_end(self, js: JobState, nodes: Nodes) -> float:
+    def horizon_end_s(self, js: JobState, nodes: Nodes) -> float:
+        """The end (s) of the window a plan of ``js`` is searched in: its utility horizon, and
+        never less than four times its time alone from now (offers and displacement search it)."""
         end = js.job.arrival_s + self._fixed(js, nodes)[0]
         # a job past its horizon (or behind its plan) still gets a window to finish in
         alone = self.alone_s(js, nodes)
@@ -249,7 +251,7 @@ class Gadget(Policy):
         """GPU-time under committed plans and on lent GPUs (issue 15: how much GADGET's plans do)."""
         return self.usage.stats()
 
-    def _too_late(self, js: JobState, plan: Plan, nodes: Nodes) -> bool:
+    def too_late(self, js: JobState, plan: Plan, nodes: Nodes) -> bool:
         """Whether a plan finishes after the job's on-time limit (``on_time_by``). The search
         still looks for the job's best plan in its whole window: restricting it to plans that
         finish in time took worse on-time plans (fast subset: utility 0.994 -> 0.989 of the best
@@ -307,15 +309,15 @@ class Gadget(Policy):
         the plan is taken whatever its payoff (``must``), when an upper bound on the payoff shows
         that none can pay (``bound_first``: the search is skipped, with the same outcome).
         ``quick`` is the job's ``quick_bound`` when the decision computed it already. With
-        ``on_time`` (the caller refuses a plan that is ``_too_late``), the search is skipped too
+        ``on_time`` (the caller refuses a plan that is ``too_late``), the search is skipped too
         when the bound shows that no paying plan finishes by ``on_time_by``: under overload most
         re-offers end in that refusal, and their plans still pay, so the first bound cannot skip
         them (Alibaba trace, seed 0: the cell's time 106 s -> 40 s, the same decisions)."""
         remaining = planned_remaining(js, nodes.now_s, self.p.stop_converged)
         by = math.inf if must else self.on_time_by(js, nodes)
         if by is None:
-            return None  # (nothing left to earn: no plan may admit it, ``_too_late``)
-        end_s = self._horizon_end(js, nodes)
+            return None  # (nothing left to earn: no plan may admit it, ``too_late``)
+        end_s = self.horizon_end_s(js, nodes)
         win = bounds = None
         if not must and self.p.bound_first:
             found = self.bounds.window_if_it_can_pay(js.job, remaining, nodes, slot, end_s, quick,
@@ -332,7 +334,7 @@ class Gadget(Policy):
         """(When ``js`` could finish at the earliest as the ledger stands, without its own plan:
         the search's first-finishing plan whatever its payoff, inf when it has no window; the
         search's step, s: plans start on steps, so that finish is known to within one)."""
-        end_s = self._horizon_end(js, nodes)
+        end_s = self.horizon_end_s(js, nodes)
         win = self.planner.window(nodes, slot, end_s)
         plan = self.search(js.job, planned_remaining(js, nodes.now_s, self.p.stop_converged), nodes, slot,
                            horizon_end_s=end_s, win=win, current=current, ran_before=js.first_start_s is not None,

@@ -335,6 +335,7 @@ def test_trades_per_seed_show_a_seed_the_means_hide():
     ("by_width.py", ["--workloads", "syn-3", "--seeds", "0,x"], "--seeds"),
     ("by_width.py", ["--workloads", "syn-3", "--policies", "gadget:bogus=1"], "--policies"),
     ("by_width.py", ["--workloads", "syn-3", "--estimates", "lognormal:x"], "--estimates"),
+    ("by_width.py", ["--workloads", "syn-3", "--objective", "deadline,slack=-1"], "--objective"),
     ("by_width.py", ["--trace", "synthetic:20", "--cluster", "4xZ"], "4xZ"),
     ("by_width.py", ["--trace", "philly:/nonexistent/none.csv"], "none.csv"),
 ])
@@ -345,7 +346,7 @@ def test_benchmark_options_that_cannot_work_are_one_error_line(tmp_path, script,
     Mutants caught: argparse's ``ap.error`` (a usage line before the error); the cells read
     before the options are checked, or read without a check (a traceback); the objective not
     checked before the runs (a traceback); heldout.py's estimates or policies not checked before
-    the runs (every cell failed); by_width's estimates or workloads' worlds not checked before the runs
+    the runs (every cell failed); by_width's estimates, objective or workloads' worlds not checked before the runs
     (a traceback; a failed cell's line and exit 1)."""
     import subprocess
     import sys

@@ -159,7 +159,7 @@ class Gadget(Policy):
 
     def horizon_end_s(self, js: JobState, nodes: Nodes) -> float:
         """The end (s) of the window a plan of ``js`` is searched in: its utility horizon, and
-        never less than four times its time alone from now (offers and displacement search it)."""
+        never less than four times its time alone from now (offers and ``earliest_finish_s`` search it)."""
         end = js.job.arrival_s + self._fixed(js, nodes)[0]
         # a job past its horizon (or behind its plan) still gets a window to finish in
         alone = self.alone_s(js, nodes)

@@ -5,10 +5,12 @@ heavier synthetic mix on the suite's two-GPU-type clusters, built the suite's wa
 ``--estimates``), every workload (or ``--workloads``), judged by JCT utility (or ``--objective``,
 docs/objectives.md). Writes OUT/cells.parquet and prints the target's ratios to the best
 baseline per workload (under another objective: each policy's metrics of that objective, means
-over the seeds).
+over the seeds). ``--set second`` runs a second list instead, built on 2026-12-07 from trace
+parts in neither list (two more Philly VCs and a third on two cluster sizes, two more ITP
+clusters, two synthetic mixes), for a check on workloads no change had been judged on.
 
     python benchmarks/heldout.py OUT [--policies gadget,oasis] [--estimates lognormal:1] [--workloads NAME,...]
-                                     [--objective deadline] [--workers 2]
+                                     [--objective deadline] [--set first|second] [--workers 2]
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ PH = f"philly:{S}/philly-pollux/philly.csv"
 ITP = f"itp:{S}/microsoft-itp-elasticflow/raw-traces"
 
 
-def workloads():
+def workloads(which: str = "all") -> list:
+    """The first held-out list (``first``), the second (``second``), or both (``all``)."""
+    return {"first": first, "second": second, "all": lambda: first() + second()}[which]()
+
+
+def first() -> list:
     from ringsched.experiment.workloads import SuiteWorkload
 
     return [
@@ -39,6 +46,22 @@ def workloads():
                       vc="2869ce", limit=400),
         SuiteWorkload("ho-mixed-syn-1.5", "synthetic", "synthetic:300,load=1.5", "{clusters}/t4x8-h200x2.yaml",
                       "held out, two GPU types"),
+    ]
+
+
+def second() -> list:
+    from ringsched.experiment.workloads import SuiteWorkload as W
+
+    mix = "held out, second list"
+    return [
+        W("ho2-philly-11cb48", "philly", PH, "4x8", mix, vc="11cb48", limit=400),
+        W("ho2-philly-b436b2", "philly", PH, "4x8", mix, vc="b436b2", limit=400),
+        W("ho2-philly-6214e9", "philly", PH, "4x8", mix, vc="6214e9", limit=400),
+        W("ho2-philly-11cb48-2x8", "philly", PH, "2x8", mix, vc="11cb48", limit=300),
+        W("ho2-itp-cluster05", "itp", ITP, "8x8", mix, vc="cluster05", limit=600),
+        W("ho2-itp-cluster09", "itp", ITP, "8x8", mix, vc="cluster09", limit=600),
+        W("ho2-syn-4x8-2", "synthetic", "synthetic:300,load=0.5", "4x8", mix),
+        W("ho2-syn-2x8-rigid-2", "synthetic", "synthetic:300,load=0.25", "2x8", mix, rigid=True),
     ]
 
 
@@ -62,9 +85,10 @@ def checked(a):
     from ringsched.experiment.workload import resolve_policies
     from ringsched.policies.registry import policy_names
 
-    ws = workloads()
+    ws = workloads(a.set)
     if a.workloads:
         names = a.workloads.split(",")
+        ws = workloads("all")
         unknown = sorted(set(names) - {w.name for w in ws})
         if unknown:
             print(f"heldout.py: --workloads: unknown held-out workload(s): {', '.join(unknown)}", file=sys.stderr)
@@ -87,7 +111,8 @@ def main() -> None:
     ap.add_argument("--target", default="gadget")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--estimates", default="exact", help="the duration knowledge (docs/metrics.md)")
-    ap.add_argument("--workloads", default=None, help="comma-separated names (default: every one)")
+    ap.add_argument("--workloads", default=None, help="comma-separated names of either list (default: every one of --set)")
+    ap.add_argument("--set", choices=("first", "second"), default="first", help="which held-out list")
     ap.add_argument("--objective", default="jct", help="what the runs are judged by (docs/objectives.md)")
     a = ap.parse_args()
     ws, metrics, pols = checked(a)

@@ -449,6 +449,29 @@ def test_a_cells_world_takes_the_cells_seed_estimates_and_decision_rule():
     assert cell_world(Cell(w, 2, "exact", "gadget"))[2].decide_at_events is True
 
 
+def test_heldout_runs_the_list_asked_for_and_names_from_either():
+    """``benchmarks/heldout.py --set``: the first list by default, the second on request; its
+    names are in neither the suite nor the first list, and ``--workloads`` finds a name of
+    either list whatever ``--set`` says. Mutants caught: ``--set`` ignored (the first list
+    always); ``--workloads`` looked up in the chosen list only (the other list's name unknown);
+    a second-list workload named like a first-list or suite one."""
+    import argparse
+
+    from ringsched.experiment.workloads import WORKLOADS
+
+    mod = _benchmark_module("heldout")
+
+    def names(**kw):
+        opts = dict(workloads=None, objective="jct", estimates="exact", policies="fifo", set="first") | kw
+        return [w.name for w in mod.checked(argparse.Namespace(**opts))[0]]
+
+    first, second = names(), names(set="second")
+    assert len(first) == 10 and len(second) == 8
+    assert not set(second) & (set(first) | {w.name for w in WORKLOADS})
+    assert names(workloads="ho2-syn-4x8-2") == ["ho2-syn-4x8-2"]
+    assert names(set="second", workloads="ho-philly-2869ce") == ["ho-philly-2869ce"]
+
+
 def test_heldout_reads_a_policy_with_several_options_as_one():
     """``benchmarks/heldout.py --policies`` as the suite reads it: ``b:k=v,k2=v2`` is one policy.
     Mutant caught: the list split at every comma (``retry_backoff=5`` a policy of its own)."""
@@ -456,7 +479,7 @@ def test_heldout_reads_a_policy_with_several_options_as_one():
 
     mod = _benchmark_module("heldout")
     a = argparse.Namespace(workloads="ho-syn-3x8-rigid-2", objective="jct", estimates="exact",
-                           policies="fifo,gadget:pack_slack=0,retry_backoff=5")
+                           policies="fifo,gadget:pack_slack=0,retry_backoff=5", set="first")
     ws, metrics, pols = mod.checked(a)
     assert pols == ["fifo", "gadget:pack_slack=0,retry_backoff=5"]
     assert [w.name for w in ws] == ["ho-syn-3x8-rigid-2"] and metrics == []

@@ -6,8 +6,9 @@ heavier synthetic mix on the suite's two-GPU-type clusters, built the suite's wa
 docs/objectives.md). Writes OUT/cells.parquet and prints the target's ratios to the best
 baseline per workload (under another objective: each policy's metrics of that objective, means
 over the seeds). ``--set second`` runs a second list instead, built on 2026-12-07 from trace
-parts in neither list (two more Philly VCs and a third on two cluster sizes, two more ITP
-clusters, two synthetic mixes), for a check on workloads no change had been judged on.
+parts in neither the suite nor the first list (three more Philly VCs, one of them on two
+cluster sizes, two more ITP clusters, two synthetic mixes), for a check on workloads no change
+had been judged on.
 
     python benchmarks/heldout.py OUT [--policies gadget,oasis] [--estimates lognormal:1] [--workloads NAME,...]
                                      [--objective deadline] [--set first|second] [--workers 2]

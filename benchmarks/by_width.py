@@ -53,12 +53,7 @@ def chosen_workloads(a):
     import heldout
 
     known = {w.name: w for w in (*WORKLOADS, *heldout.workloads())}
-    names = (a.workloads or "").split(",")
-    unknown = [n for n in names if n not in known]
-    if unknown or not a.workloads:
-        print(f"by_width.py: --workloads: unknown workload(s): {', '.join(unknown) or '(none given)'}", file=sys.stderr)
-        raise SystemExit(2)
-    return [known[n] for n in names]
+    return [known[n] for n in heldout.workload_names(a.workloads, known)]
 
 
 def tables(jobs):

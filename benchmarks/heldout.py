@@ -78,6 +78,18 @@ def option_or_exit(option: str, parse):
         raise SystemExit(2)
 
 
+def workload_names(text: str | None, known) -> list[str]:
+    """The names ``--workloads`` gives (comma-separated), or one error line naming the unknown
+    ones (or none given) and exit code 2 (``by_width.py`` reads its ``--workloads`` the same way)."""
+    names = (text or "").split(",")
+    unknown = [n for n in names if n not in known]
+    if unknown or not text:
+        print(f"{Path(sys.argv[0]).name}: --workloads: unknown workload(s): {', '.join(unknown) or '(none given)'}",
+              file=sys.stderr)
+        raise SystemExit(2)
+    return names
+
+
 def checked(a):
     """(workloads, the objective's metrics, policies) of the options, or one error line naming
     the option and exit code 2, before anything runs."""
@@ -86,14 +98,9 @@ def checked(a):
     from ringsched.experiment.workload import resolve_policies
     from ringsched.policies.registry import policy_names
 
-    ws = workloads(a.set)
+    ws = workloads("all" if a.workloads else a.set)
     if a.workloads:
-        names = a.workloads.split(",")
-        ws = workloads("all")
-        unknown = sorted(set(names) - {w.name for w in ws})
-        if unknown:
-            print(f"heldout.py: --workloads: unknown held-out workload(s): {', '.join(unknown)}", file=sys.stderr)
-            raise SystemExit(2)
+        names = workload_names(a.workloads, {w.name for w in ws})
         ws = [w for w in ws if w.name in names]
     metrics = [m for m, _ in option_or_exit("--objective", lambda: objective_metrics(a.objective))]
     option_or_exit("--estimates", lambda: parse_estimates(a.estimates))

@@ -97,9 +97,28 @@ def test_a_reestimated_job_is_planned_again_for_its_new_work(events):
     r = Simulator(jobs, c, pol, SimConfig(estimates="user:0.3", decide_at_events=events)).run()
     assert (r.jobs.status == "completed").all()
     assert len(pol.after) >= 2 and all(r.jobs.reestimates >= 1)
-    for slot_start_s, plan, need_s in pol.after:
+    planned = [(slot_start_s, plan, need_s) for slot_start_s, plan, need_s in pol.after if plan is not None]
+    assert len(planned) >= 2, pol.after  # (a re-plan that would finish too late is refused: on lent GPUs)
+    for slot_start_s, plan, need_s in planned:
         # a plan made for the doubled estimate: it cannot finish before the new work is done
-        assert plan is not None and plan.finish_s >= slot_start_s + need_s - 1e-6, (slot_start_s, plan, need_s)
+        assert plan.finish_s >= slot_start_s + need_s - 1e-6, (slot_start_s, plan, need_s)
+
+
+def test_a_reestimated_job_is_planned_again_only_where_its_new_work_pays():
+    """A plan made on an estimate that failed was no promise: after a re-estimate the job is
+    offered for its new work at its payoff, like any job, not at any payoff as a job behind a
+    plan it was promised (under noisy estimates those re-plans held the GPUs of jobs that still
+    paid: ``ho2-philly-b436b2``). Past its value, it runs on lent GPUs and still completes.
+    Mutant caught: the re-estimated job offered at any payoff (``renewed`` ignored)."""
+    c = parse_spec("1x8")
+    gone = SigmoidUtility(1, 1200.0, 0.01)  # pays on its first estimate, nothing once that runs out
+    jobs = [dataclasses.replace(job(0, 0, 8, 3000.0, c), utility=gone)]
+    pol = Watched()
+    r = Simulator(jobs, c, pol, SimConfig(estimates="user:0.3")).run()
+    assert r.jobs.status.iloc[0] == "completed" and r.jobs.reestimates.iloc[0] == 2
+    assert [plan for _, plan, _ in pol.after] == [None, None]
+    assert r.summary["policy_stats"]["lent_gpu_h"] > 0  # it ran on, on lent GPUs
+    # (the control, where the new work still pays: ``test_a_reestimated_job_is_planned_again_for_its_new_work``)
 
 
 class HorizonWatched(Gadget):

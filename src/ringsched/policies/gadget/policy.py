@@ -201,15 +201,16 @@ class Gadget(Policy):
         self.planner.done_fraction = {js.job_id: js.done_at(nodes.now_s) / js.job.work_samples
                                       for js in jobs if js.job.adaptive_batch}
         self.book.release_gone(active.keys(), slot)  # finished early: free their later reservations
-        behind: set[str] = set()
+        released: set[str] = set()
         for jid in self.book.over(slot, nodes.up):
             self.book.release(jid, slot)  # plan over but work left, or a failed server
-            behind.add(jid)
-        behind |= self._release_reestimated(active, slot)
+            released.add(jid)
+        released |= self._release_reestimated(active, slot)
         self.overdue = overdue(jobs, nodes.now_s, self.p.rho_guard, self.book.plans)
-        behind |= self.overdue
-        behind |= reservation(self, jobs, nodes, slot, previous_allocations)
-        offer_unplanned(self, jobs, active, nodes, slot, behind, previous_allocations)
+        promised = self.overdue | reservation(self, jobs, nodes, slot, previous_allocations)
+        # a plan made on an estimate that has failed promised nothing: offered first, at its payoff
+        renewed = (released & self.outlived) - promised
+        offer_unplanned(self, jobs, active, nodes, slot, released | promised, previous_allocations, renewed)
         out, running_plan = self._planned_placements(active, nodes, slot, previous_allocations)
         if self.p.work_conserving:
             self.lender.lend(jobs, nodes, slot, out, previous_allocations, running_plan)
@@ -227,10 +228,11 @@ class Gadget(Policy):
 
     def on_reestimate(self, job_id: str) -> None:
         """The job's estimate doubled: its plan (made for the old work) is released at the next
-        decision and the job is offered again for what is left, as a job behind its plan. What
-        was cached from its old utility (the horizon, the lending tiers' ends) is dropped: the
-        knee moved with the estimate, and the old horizon gave the job up early (docs/theory.md
-        section 10)."""
+        decision and the job is offered again first, for what is left, and admitted by its payoff
+        like any job (``offers.offer_unplanned``, ``renewed``): a plan made on an estimate that
+        failed was no promise to keep at any price. What was cached from its old utility (the
+        horizon, the lending tiers' ends) is dropped: the knee moved with the estimate, and the
+        old horizon gave the job up early (docs/theory.md section 10)."""
         self.reestimated.add(job_id)
         self.outlived.add(job_id)
         self._drop_job_caches(job_id)

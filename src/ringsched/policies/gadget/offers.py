@@ -65,7 +65,7 @@ def offer_unplanned(policy, jobs, active: dict, nodes: Nodes, slot: int, behind:
             policy.misses[jid] = policy.misses.get(jid, 0) + 1
 
 
-def decision_offers(policy, jobs, nodes: Nodes, slot: int, behind: set, renewed: set = frozenset()) -> list[tuple]:
+def decision_offers(policy, jobs, nodes: Nodes, slot: int, behind: set, renewed: set) -> list[tuple]:
     """This decision's offers, (job, its last try, taken at any payoff), at most
     ``max_plans_per_slot``: the jobs behind their plans (at any payoff but the ``renewed``),
     then new ones, then deferred ones due for a retry, each group by ``offer_key``."""

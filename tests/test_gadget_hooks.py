@@ -109,7 +109,7 @@ def test_a_reestimated_job_is_planned_again_only_where_its_new_work_pays():
     offered for its new work at its payoff, like any job, not at any payoff as a job behind a
     plan it was promised (under noisy estimates those re-plans held the GPUs of jobs that still
     paid: ``ho2-philly-b436b2``). Past its value, it runs on lent GPUs and still completes.
-    Mutant caught: the re-estimated job offered at any payoff (``renewed`` ignored)."""
+    Mutant caught: the re-estimated job offered at any payoff (``promised`` taking every job behind)."""
     c = parse_spec("1x8")
     gone = SigmoidUtility(1, 1200.0, 0.01)  # pays on its first estimate, nothing once that runs out
     jobs = [dataclasses.replace(job(0, 0, 8, 3000.0, c), utility=gone)]

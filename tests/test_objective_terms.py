@@ -164,7 +164,7 @@ def test_the_policy_makes_room_for_an_overdue_offer():
     """The same case through ``offer_unplanned``: the overdue job's plan starts at slot 6 and
     counts as guarded. Mutant caught: the policy not calling ``make_room`` (slot 40)."""
     g, js, nodes, active, _ = _room_case(guard_x=False)
-    offer_unplanned(g, [js], active, nodes, 0, {"w"}, {})
+    offer_unplanned(g, [js], active, nodes, 0, {"w"}, {}, {"w"})
     assert g.book.plans["w"].first_slot == 6 and "w" in g.guarded
 
 

@@ -17,18 +17,18 @@ from ringsched.policies.gadget.objective_terms import plan_overdue, planned_rema
 
 
 def offer_unplanned(policy, jobs, active: dict, nodes: Nodes, slot: int, behind: set, previous_allocations,
-                    renewed: set = frozenset()) -> None:
+                    promised: set) -> None:
     """Offer jobs without a plan: those behind first, then new ones, then deferred ones, each by
-    priority, then shortest first (``offer_key``). A job behind is planned at any payoff (its
-    plan was a promise), but not the ``renewed``: behind a plan made on an estimate that has
-    since failed (re-estimated, ``Gadget.outlived``), they are admitted by their payoff and on
-    time like new jobs. A deferred job is offered again every
+    priority, then shortest first (``offer_key``). The ``promised`` (of those behind) are planned
+    at any payoff; every other job is admitted by its payoff and on time (``Gadget.optimize``
+    says which are promised: not a job behind a plan made on an estimate that has since
+    failed). A deferred job is offered again every
     retry_every slots, doubling the wait after each offer that failed (up to 2^retry_backoff),
     and at most once a slot when reservations were released (``retry_due``): re-offers rarely
     succeed and were most of GADGET's time on long traces.
     The first ``displace`` offers that fail (with ``displace_late``, also those whose plan
     starts after this decision) may each take a longer job's near GPUs (``displace.py``)."""
-    offers = decision_offers(policy, jobs, nodes, slot, behind, renewed)
+    offers = decision_offers(policy, jobs, nodes, slot, behind, promised)
     quick = quick_bounds(policy, offers, nodes, slot)
     swaps = policy.p.displace  # (``displace.py``: a failed offer may take a longer job's near GPUs)
     for js, last, must in offers:
@@ -65,10 +65,10 @@ def offer_unplanned(policy, jobs, active: dict, nodes: Nodes, slot: int, behind:
             policy.misses[jid] = policy.misses.get(jid, 0) + 1
 
 
-def decision_offers(policy, jobs, nodes: Nodes, slot: int, behind: set, renewed: set) -> list[tuple]:
-    """This decision's offers, (job, its last try, taken at any payoff), at most
-    ``max_plans_per_slot``: the jobs behind their plans (at any payoff but the ``renewed``),
-    then new ones, then deferred ones due for a retry, each group by ``offer_key``."""
+def decision_offers(policy, jobs, nodes: Nodes, slot: int, behind: set, promised: set) -> list[tuple]:
+    """This decision's offers, (job, its last try, taken at any payoff: the ``promised``), at
+    most ``max_plans_per_slot``: the jobs behind their plans, then new ones, then deferred ones
+    due for a retry, each group by ``offer_key``."""
     cap = policy.p.max_plans_per_slot
     groups: tuple[list, list, list, list] = ([], [], [], [])  # behind (new, tried), new, tried
     plans = policy.book.plans
@@ -81,10 +81,8 @@ def decision_offers(policy, jobs, nodes: Nodes, slot: int, behind: set, renewed:
     ready = [js for js in groups[3] if retry_due(policy, js.job_id, slot)]
     offers = []
     for js in first[:cap] + heapq.nsmallest(max(0, cap - len(first)), ready, key=key):
-        jid = js.job_id
-        promised = jid in behind and jid not in renewed
-        must = promised or (js.first_start_s is not None and policy.p.admission == "strict")
-        offers.append((js, policy.last_try.get(jid), must))
+        must = js.job_id in promised or (js.first_start_s is not None and policy.p.admission == "strict")
+        offers.append((js, policy.last_try.get(js.job_id), must))
     return offers
 
 

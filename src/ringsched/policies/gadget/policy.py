@@ -207,10 +207,10 @@ class Gadget(Policy):
             released.add(jid)
         released |= self._release_reestimated(active, slot)
         self.overdue = overdue(jobs, nodes.now_s, self.p.rho_guard, self.book.plans)
-        promised = self.overdue | reservation(self, jobs, nodes, slot, previous_allocations)
-        # a plan made on an estimate that has failed promised nothing: offered first, at its payoff
-        renewed = (released & self.outlived) - promised
-        offer_unplanned(self, jobs, active, nodes, slot, released | promised, previous_allocations, renewed)
+        owed = self.overdue | reservation(self, jobs, nodes, slot, previous_allocations)
+        # planned at any payoff: a plan made on an estimate that has failed promised nothing
+        promised = owed | (released - self.outlived)
+        offer_unplanned(self, jobs, active, nodes, slot, released | owed, previous_allocations, promised)
         out, running_plan = self._planned_placements(active, nodes, slot, previous_allocations)
         if self.p.work_conserving:
             self.lender.lend(jobs, nodes, slot, out, previous_allocations, running_plan)
@@ -229,7 +229,7 @@ class Gadget(Policy):
     def on_reestimate(self, job_id: str) -> None:
         """The job's estimate doubled: its plan (made for the old work) is released at the next
         decision and the job is offered again first, for what is left, and admitted by its payoff
-        like any job (``offers.offer_unplanned``, ``renewed``): a plan made on an estimate that
+        like any job (not among ``offers.offer_unplanned``'s ``promised``): a plan made on an estimate that
         failed was no promise to keep at any price. What was cached from its old utility (the
         horizon, the lending tiers' ends) is dropped: the knee moved with the estimate, and the
         old horizon gave the job up early (docs/theory.md section 10)."""

@@ -13,7 +13,7 @@ from ringsched.perfmodel.speed import SpeedModel, consolidated_shape
 from ringsched.policies import Policy
 from ringsched.policies.common import allocate_in_order
 from ringsched.simulator import SimConfig, Simulator
-from ringsched.utility.defaults import MIN_TARGET_S, jct_utility
+from ringsched.utility.defaults import MIN_TARGET_S, jct_utility, knee_utility
 from ringsched.utility.functions import DeadlineUtility, LinearUtility, SigmoidUtility
 
 
@@ -24,13 +24,27 @@ def test_a_stretched_utility_is_the_utility_of_the_stretched_run():
         got, want = jct_utility(run_s, 2).stretched(m), jct_utility(m * run_s, 2)
         assert got.knee_s == pytest.approx(want.knee_s)
         assert got.steepness_per_s == pytest.approx(want.steepness_per_s)
-        assert got.value == jct_utility(run_s, 2).value  # (what a job is worth is not a duration)
+        assert got.value == pytest.approx(want.value)  # (the default value is the run's GPU-hours)
     assert jct_utility(100.0, 1).stretched(3.0).knee_s == MIN_TARGET_S
     due = DeadlineUtility(5.0, 400.0, 0.01, floor_s=1800.0, from_run=True)
     assert (due.stretched(3.0).due_s, due.stretched(6.0).due_s) == (1800.0, 2400.0)
     d = DeadlineUtility(5.0, 400.0, 0.01, from_run=True)
     for t in (100.0, 400.0, 700.0, 3000.0):
         assert float(d.stretched(2.0)(2 * t)) == pytest.approx(float(d(t)))
+
+
+def test_a_value_set_apart_from_the_run_is_not_stretched():
+    """A value that is not the run's GPU-hours (a knee utility given its value, a value an
+    objective's weighing scaled, a deadline's without the flag) is kept by an estimate; the
+    run's is scaled. Mutant caught: ``scaled`` keeping ``value_from_run`` (under ``weigh=count``
+    every job's shown worth would follow its estimate)."""
+    own = jct_utility(2000.0, 4)
+    assert own.value_from_run and own.stretched(3.0).value == pytest.approx(3.0 * own.value)
+    for u in (knee_utility(5.0, 6000.0, MIN_TARGET_S), own.scaled(0.5),
+              DeadlineUtility(5.0, 400.0, 0.01, from_run=True)):
+        assert u.stretched(3.0).value == u.value
+    due = DeadlineUtility(5.0, 400.0, 0.01, from_run=True, value_from_run=True)
+    assert due.stretched(3.0).value == 15.0 and due.scaled(2.0).stretched(3.0).value == 10.0
 
 
 def test_a_utility_given_as_numbers_is_shown_as_it_is():
@@ -42,18 +56,22 @@ def test_a_utility_given_as_numbers_is_shown_as_it_is():
 
 class KneeSnoop(Policy):
     """A policy that reads each job's run alone off its utility's knee (a third of it, the
-    default slack) and turns it into work at the job's speed."""
+    default slack) and off its value (the run's GPU-hours over its GPU count), and turns each
+    into work at the job's speed."""
 
     name = "knee-snoop-test"
     rigid = False
 
     def __init__(self):
         self.found: dict[str, set[float]] = {}
+        self.by_value: dict[str, set[float]] = {}
 
     def optimize(self, jobs, nodes, previous_allocations):
         for js in jobs:
             rate = nodes.throughput_sps(js, js.job.max_workers)
-            self.found.setdefault(js.job_id, set()).add(js.job.utility.target_jct_s / 3.0 * rate)
+            u = js.job.utility
+            self.found.setdefault(js.job_id, set()).add(u.target_jct_s / 3.0 * rate)
+            self.by_value.setdefault(js.job_id, set()).add(u.value * 3600.0 / js.job.max_workers * rate)
         return allocate_in_order([(js, js.job.max_workers) for js in jobs], nodes, previous_allocations)
 
 
@@ -71,21 +89,43 @@ def _jobs(c, n=12):
 
 def test_a_policy_cannot_read_the_true_work_off_a_utility_and_the_run_is_judged_by_the_truth():
     """Mutants caught: the estimate applied to the work alone (the knee then gives the true work
-    of every job not floored); the run judged by the utility the policy was shown."""
+    of every job not floored); the knee stretched but the value, the run's GPU-hours, shown as it
+    is (``value_from_run`` ignored: the value over the GPU count is the true run alone); the run
+    judged by the utility the policy was shown."""
     c = parse_spec("2x8")
     jobs = _jobs(c)
     true = {j.job_id: j for j in jobs}
     exact = KneeSnoop()
-    Simulator(jobs, c, exact, SimConfig(seed=5)).run()  # (the control: the snoop works)
-    assert sum(any(v == pytest.approx(true[jid].work_samples, rel=1e-6) for v in vals)
-               for jid, vals in exact.found.items()) == len(jobs)
+    Simulator(jobs, c, exact, SimConfig(seed=5)).run()  # (the control: the snoop works, both ways)
+    for found in (exact.found, exact.by_value):
+        assert sum(any(v == pytest.approx(true[jid].work_samples, rel=1e-6) for v in vals)
+                   for jid, vals in found.items()) == len(jobs)
     spy = KneeSnoop()
     r = Simulator(jobs, c, spy, SimConfig(estimates="lognormal:1", seed=5)).run()
-    for jid, vals in spy.found.items():
-        assert not any(v == pytest.approx(true[jid].work_samples, rel=1e-6) for v in vals), jid
+    for found in (spy.found, spy.by_value):
+        for jid, vals in found.items():
+            assert not any(v == pytest.approx(true[jid].work_samples, rel=1e-6) for v in vals), jid
     done = r.jobs[r.jobs.status == "completed"]
     assert len(done) == len(jobs)
     for row in done.itertuples():
         u = true[row.job_id].utility
         assert row.utility == pytest.approx(float(u(row.jct_s)), rel=1e-12)
         assert row.max_utility == pytest.approx(float(u.max_value), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["jct", "deadline", "fairness"])
+def test_an_objective_shows_a_value_that_is_the_run_s_as_the_run_s(name):
+    """An objective that shows each job its own value (``weigh=value``) shows a value that an
+    estimate scales with the run, as the job's own; one that weighs every job alike
+    (``weigh=count``, the default) shows the workload's mean, which no estimate moves.
+    Mutant caught: ``value_from_run`` of ``objectives/builtin.py`` always False (under
+    ``weigh=value`` the shown value is the true run's GPU-hours)."""
+    from ringsched.experiment.objectives import parse_objective
+
+    c = parse_spec("2x8")
+    jobs = _jobs(c)
+    for weigh, follows in (("value", True), ("count", False)):
+        shown = parse_objective(f"{name},weigh={weigh}").prepare_jobs(list(jobs), c, SpeedModel(c))
+        for j in shown:
+            want = 2.0 * j.utility.value if follows else j.utility.value
+            assert j.with_work_scaled(2.0).utility.value == pytest.approx(want), (weigh, j.job_id)

@@ -23,20 +23,22 @@ def jct_utility(run_s: float, gpus: int, *, slack: float = DEFAULT_SLACK, knee_r
     two-type cluster a knee at the slow type's time kept jobs at full value up to 60x past
     what they take on the fast one (convert.py)."""
     target = slack * (run_s if knee_run_s is None else knee_run_s)
-    return knee_utility(gpus * run_s / 3600.0, target, MIN_TARGET_S)
+    return knee_utility(gpus * run_s / 3600.0, target, MIN_TARGET_S, value_from_run=True)
 
 
-def knee_utility(value: float, target_jct_s: float, floor_s: float = 0.0) -> SigmoidUtility:
+def knee_utility(value: float, target_jct_s: float, floor_s: float = 0.0, *,
+                 value_from_run: bool = False) -> SigmoidUtility:
     """``value`` kept until about max(``target_jct_s``, ``floor_s``), then lost: the sigmoid
     falls from 98% to 2% of it between JCT = 0 and twice that (every default utility's shape).
-    ``target_jct_s`` is a multiple of the job's run alone (``from_run``: an estimate stretches it)."""
+    ``target_jct_s`` is a multiple of the job's run alone (``from_run``: an estimate stretches
+    it), and so is ``value`` where ``value_from_run`` says so."""
     knee = max(target_jct_s, floor_s)
     return SigmoidUtility(value=value, target_jct_s=target_jct_s, steepness_per_s=float(np.log(49.0)) / knee,
-                          floor_s=floor_s, from_run=True)
+                          floor_s=floor_s, from_run=True, value_from_run=value_from_run)
 
 
-def slowdown_utility(value: float, isolated_s: float, knee: float) -> SigmoidUtility:
+def slowdown_utility(value: float, isolated_s: float, knee: float, *, value_from_run: bool = False) -> SigmoidUtility:
     """``value`` kept while the job's slowdown (JCT over its isolated time, Themis' rho) stays
     below about ``knee``: the fairness objective's decision utility (docs/objectives.md). No
     half-hour floor: a job's worth falls with its slowdown, however short the job."""
-    return knee_utility(value, knee * isolated_s)
+    return knee_utility(value, knee * isolated_s, value_from_run=value_from_run)

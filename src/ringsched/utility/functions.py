@@ -18,19 +18,29 @@ def _check(name: str, v: float, *, positive: bool = False) -> None:
         raise ValueError(f"{name} must be a finite {'positive' if positive else 'non-negative'} number, got {v}")
 
 
+def _run_value(u, factor: float) -> float:
+    """``u``'s value for a run ``factor`` times as long: scaled when it is the run's GPU-hours
+    (``value_from_run``), else kept (what its owner or an objective's weighing made it). An
+    estimate that stretched the knee but showed the true GPU-hours would tell the true work: the
+    value over the GPU count is the run alone."""
+    return u.value * factor if u.value_from_run else u.value
+
+
 @dataclass(frozen=True)
 class SigmoidUtility:
     """value / (1 + exp(steepness_per_s * (JCT - knee_s))): the brief's JCT utility, its knee
     ``knee_s`` = max(target_jct_s, floor_s). With ``from_run`` the knee was derived from the
     job's duration (``target_jct_s`` a multiple of its run alone; ``floor_s`` a wait every job
-    may have for free), so ``stretched`` scales the one and keeps the other; a utility given as
-    numbers is its owner's and stays as it is."""
+    may have for free), so ``stretched`` scales the one and keeps the other; with
+    ``value_from_run`` the value was too (the job's GPU-hours), and ``stretched`` scales it
+    alike. A utility given as numbers is its owner's and stays as it is."""
 
     value: float
     target_jct_s: float
     steepness_per_s: float
     floor_s: float = 0.0
     from_run: bool = False
+    value_from_run: bool = False
 
     def __post_init__(self) -> None:
         _check("value", self.value)
@@ -47,16 +57,17 @@ class SigmoidUtility:
         return float(self(0.0))
 
     def scaled(self, factor: float) -> "SigmoidUtility":
-        """The same shape, worth ``factor`` times as much."""
-        return replace(self, value=self.value * factor)
+        """The same shape, worth ``factor`` times as much: a value set apart from the run (an
+        objective's weighing), which an estimate no longer scales (``value_from_run`` off)."""
+        return replace(self, value=self.value * factor, value_from_run=False)
 
     def stretched(self, factor: float) -> "SigmoidUtility":
         """The utility of the same job were its duration ``factor`` times as long: the knee's
-        duration part scaled, the floor kept, the fall as steep relative to the knee (itself
-        when not ``from_run``)."""
+        duration part scaled, the floor kept, the fall as steep relative to the knee, and the
+        value scaled when it is the run's (``value_from_run``; itself when not ``from_run``)."""
         if not self.from_run:
             return self
-        out = replace(self, target_jct_s=self.target_jct_s * factor)
+        out = replace(self, target_jct_s=self.target_jct_s * factor, value=_run_value(self, factor))
         return replace(out, steepness_per_s=self.steepness_per_s * self.knee_s / out.knee_s) if out.knee_s > 0 else out
 
     def jct_at_value(self, v: float) -> float:
@@ -116,6 +127,7 @@ class DeadlineUtility:
     decay_per_s: float = 0.0
     floor_s: float = 0.0  # the deadline is never earlier (kept by ``stretched``, as the sigmoid's)
     from_run: bool = False  # ``deadline_s`` derived from the job's duration (``stretched`` scales it)
+    value_from_run: bool = False  # ``value`` too (the job's GPU-hours: ``stretched`` scales it as well)
 
     def __post_init__(self) -> None:
         _check("value", self.value)
@@ -133,15 +145,18 @@ class DeadlineUtility:
         return max(self.deadline_s, self.floor_s)
 
     def scaled(self, factor: float) -> "DeadlineUtility":
-        """The same deadline, worth ``factor`` times as much."""
-        return replace(self, value=self.value * factor)
+        """The same deadline, worth ``factor`` times as much (a value set apart from the run, as
+        the sigmoid's)."""
+        return replace(self, value=self.value * factor, value_from_run=False)
 
     def stretched(self, factor: float) -> "DeadlineUtility":
-        """The deadline of the same job were its duration ``factor`` times as long (itself when
-        not ``from_run``: a deadline given as numbers is its owner's)."""
+        """The deadline of the same job were its duration ``factor`` times as long, and its value
+        when that is the run's (itself when not ``from_run``: a deadline given as numbers is its
+        owner's)."""
         if not self.from_run:
             return self
-        return replace(self, deadline_s=self.deadline_s * factor, decay_per_s=self.decay_per_s / factor)
+        return replace(self, deadline_s=self.deadline_s * factor, decay_per_s=self.decay_per_s / factor,
+                       value=_run_value(self, factor))
 
     def __call__(self, jct_s):
         t = np.asarray(jct_s, dtype=float)

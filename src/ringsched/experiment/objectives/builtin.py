@@ -58,6 +58,13 @@ def weighed(values: list[float], weigh: str) -> list[float]:
     return [float(np.mean(values))] * len(values)
 
 
+def value_from_run(job, weigh: str) -> bool:
+    """Whether the value ``weighed`` shows for ``job`` is its run's GPU-hours (its own value,
+    derived from its run): an estimate then scales it with the run (``Utility.stretched``). A
+    workload's mean (``count``) tells no job's run."""
+    return weigh == "value" and bool(getattr(job.utility, "value_from_run", False))
+
+
 def early_runs_lent(policy_cls) -> dict:
     """``commit_early_runs`` off, for a policy that declares it (GADGET, OASiS): a planned job
     running early on lent GPUs stays on lent GPUs, which a later arrival's plan can take back,
@@ -143,7 +150,8 @@ class Deadline(Objective):
             judged = DeadlineUtility(value, self.p.slack * isolated_run_s(j, cluster, speed), self.p.decay_per_s,
                                      self.p.floor_s, from_run=True)
             self.judged[j.job_id] = judged
-            out.append(dataclasses.replace(j, utility=dataclasses.replace(judged, value=seen)))
+            out.append(dataclasses.replace(j, utility=dataclasses.replace(
+                judged, value=seen, value_from_run=value_from_run(j, self.p.weigh))))
         return out
 
     def policy_options(self, policy_cls, cluster, config):
@@ -302,7 +310,8 @@ class Fairness(Objective):
     def prepare_jobs(self, jobs, cluster, speed):
         """The decision utilities (``weigh``, ``knee``); the jobs' own are kept for the judging."""
         self.own = {j.job_id: j.utility for j in jobs}
-        return [dataclasses.replace(j, utility=slowdown_utility(seen, isolated_run_s(j, cluster, speed), self.p.knee))
+        return [dataclasses.replace(j, utility=slowdown_utility(seen, isolated_run_s(j, cluster, speed), self.p.knee,
+                                                                value_from_run=value_from_run(j, self.p.weigh)))
                 for j, seen in zip(jobs, weighed(job_values(jobs), self.p.weigh))]
 
     def report(self, result, config):

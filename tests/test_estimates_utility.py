@@ -4,6 +4,8 @@ estimate's factor (the floor every job gets kept) and judges the run by the true
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -118,14 +120,19 @@ def test_an_objective_shows_a_value_that_is_the_run_s_as_the_run_s(name):
     """An objective that shows each job its own value (``weigh=value``) shows a value that an
     estimate scales with the run, as the job's own; one that weighs every job alike
     (``weigh=count``, the default) shows the workload's mean, which no estimate moves.
-    Mutant caught: ``value_from_run`` of ``objectives/builtin.py`` always False (under
-    ``weigh=value`` the shown value is the true run's GPU-hours)."""
+    Mutants caught: ``value_from_run`` of ``objectives/builtin.py`` always False (under
+    ``weigh=value`` the shown value is the true run's GPU-hours); ``jct`` under ``count``
+    leaving a job whose value is the mean as it is (where every job is worth the same, each
+    shown value followed its estimate)."""
     from ringsched.experiment.objectives import parse_objective
 
     c = parse_spec("2x8")
     jobs = _jobs(c)
+    run_s = 2.0 * 3600.0 / 4  # (a 4-GPU run worth 2 GPU-hours: the mean of such values is exact)
+    alike = [dataclasses.replace(j, utility=jct_utility(run_s, 4)) for j in jobs]  # (every value the mean)
     for weigh, follows in (("value", True), ("count", False)):
-        shown = parse_objective(f"{name},weigh={weigh}").prepare_jobs(list(jobs), c, SpeedModel(c))
-        for j in shown:
-            want = 2.0 * j.utility.value if follows else j.utility.value
-            assert j.with_work_scaled(2.0).utility.value == pytest.approx(want), (weigh, j.job_id)
+        for workload in (jobs, alike):
+            shown = parse_objective(f"{name},weigh={weigh}").prepare_jobs(list(workload), c, SpeedModel(c))
+            for j in shown:
+                want = 2.0 * j.utility.value if follows else j.utility.value
+                assert j.with_work_scaled(2.0).utility.value == pytest.approx(want), (weigh, j.job_id)

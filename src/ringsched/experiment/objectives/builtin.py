@@ -101,8 +101,9 @@ class JCT(Objective):
     def prepare_jobs(self, jobs, cluster, speed):
         self.own = {j.job_id: j.utility for j in jobs}
         values = job_values(jobs)
-        return [dataclasses.replace(j, utility=j.utility.scaled(seen / value)) if 0 < value != seen else j
-                for j, value, seen in zip(jobs, values, weighed(values, self.p.weigh))]
+        # (under ``count`` every job is scaled, by 1 where its value is the mean: the mean is no run's)
+        return [dataclasses.replace(j, utility=j.utility.scaled(seen / value)) if 0 < value and self.p.weigh != "value"
+                else j for j, value, seen in zip(jobs, values, weighed(values, self.p.weigh))]
 
     def report(self, result, config):
         judge_by_own(result, self.own)

@@ -116,11 +116,11 @@ def test_a_policy_cannot_read_the_true_work_off_a_utility_and_the_run_is_judged_
 
 
 @pytest.mark.parametrize("name", ["jct", "deadline", "fairness"])
-def test_an_objective_shows_a_value_that_is_the_run_s_as_the_run_s(name):
+def test_an_objective_shows_a_run_s_value_scaled_with_the_run(name):
     """An objective that shows each job its own value (``weigh=value``) shows a value that an
     estimate scales with the run, as the job's own; one that weighs every job alike
     (``weigh=count``, the default) shows the workload's mean, which no estimate moves.
-    Mutants caught: ``value_from_run`` of ``objectives/builtin.py`` always False (under
+    Mutants caught: ``shows_run_value`` of ``objectives/builtin.py`` always False (under
     ``weigh=value`` the shown value is the true run's GPU-hours); ``jct`` under ``count``
     leaving a job whose value is the mean as it is (where every job is worth the same, each
     shown value followed its estimate)."""

@@ -58,7 +58,7 @@ def weighed(values: list[float], weigh: str) -> list[float]:
     return [float(np.mean(values))] * len(values)
 
 
-def value_from_run(job, weigh: str) -> bool:
+def shows_run_value(job, weigh: str) -> bool:
     """Whether the value ``weighed`` shows for ``job`` is its run's GPU-hours (its own value,
     derived from its run): an estimate then scales it with the run (``Utility.stretched``). A
     workload's mean (``count``) tells no job's run."""
@@ -152,7 +152,7 @@ class Deadline(Objective):
                                      self.p.floor_s, from_run=True)
             self.judged[j.job_id] = judged
             out.append(dataclasses.replace(j, utility=dataclasses.replace(
-                judged, value=seen, value_from_run=value_from_run(j, self.p.weigh))))
+                judged, value=seen, value_from_run=shows_run_value(j, self.p.weigh))))
         return out
 
     def policy_options(self, policy_cls, cluster, config):
@@ -312,7 +312,7 @@ class Fairness(Objective):
         """The decision utilities (``weigh``, ``knee``); the jobs' own are kept for the judging."""
         self.own = {j.job_id: j.utility for j in jobs}
         return [dataclasses.replace(j, utility=slowdown_utility(seen, isolated_run_s(j, cluster, speed), self.p.knee,
-                                                                value_from_run=value_from_run(j, self.p.weigh)))
+                                                                value_from_run=shows_run_value(j, self.p.weigh)))
                 for j, seen in zip(jobs, weighed(job_values(jobs), self.p.weigh))]
 
     def report(self, result, config):

@@ -370,3 +370,25 @@ def test_mean_jct_marks_use_the_paired_per_job_noise():
     two = summary.iloc[:2]
     assert best_marks(two, jct, jobs[jobs["policy"] != "c"])["mean_jct_s"] == set()  # everyone ties: no mark
 
+
+
+def _listed(doc: str, after: str) -> list[str]:
+    """The comma-separated names in the first backticked span after ``after`` in ``doc``."""
+    text = (Path(__file__).parents[1] / "docs" / doc).read_text()
+    span = re.search(r"`([^`]+)`", text[text.index(after) + len(after):]).group(1)
+    return [c.strip() for c in span.split(",")]
+
+
+def test_the_docs_name_every_output_column(compare_all):
+    """docs/reports.md and docs/metrics.md list jobs.parquet's columns as written, in order, and
+    every summary.csv column is named in the docs (they had fallen behind the code once)."""
+    out, _ = compare_all
+    jobs = list(pd.read_parquet(out / "jobs.parquet").columns)
+    assert jobs[0] == "policy"
+    assert _listed("reports.md", "then the simulator's\nper-job columns (docs/metrics.md): ") == jobs[1:]
+    assert _listed("metrics.md", "## Per-job table (`jobs.parquet`)\n\n") == jobs[1:]
+    docs = Path(__file__).parents[1] / "docs"
+    named = set()
+    for doc in ("reports.md", "metrics.md", "objectives.md"):
+        named |= set(re.findall(r"[a-z0-9_]+", (docs / doc).read_text()))
+    assert [c for c in pd.read_csv(out / "summary.csv").columns if c not in named] == []

@@ -34,7 +34,6 @@ class GadgetParams:
     max_plans_per_slot: int = 16
     bound_first: bool = True  # test a cheap payoff bound before each search (same decisions, faster)
     work_conserving: bool = True
-    near_payoff: float = 0.0  # plans within this share of the job's utility of the best count as ties: finish earliest
     # the chosen plan (its worker count and embedding) starts as late as its payoff stays within
     # this share of the job's utility of the best; 0: off (docs/theory.md section 9: it leaves
     # the near slots to later arrivals, a large gain on overloaded traces, a small loss on some)
@@ -160,7 +159,7 @@ class GadgetParams:
              f"calibrate_spread must be 0 (off) or at least 1, got {self.calibrate_spread}")
         need(self.rho_guard == 0 or (math.isfinite(self.rho_guard) and self.rho_guard >= 1),
              f"rho_guard must be 0 (off) or at least 1, got {self.rho_guard}")
-        for name in ("near_payoff", "late_share", "top_up_gain", "pack_slack", "energy_cost_per_gpu_s",
+        for name in ("late_share", "top_up_gain", "pack_slack", "energy_cost_per_gpu_s",
                      "server_cost_per_s"):
             v = getattr(self, name)
             need(_non_negative(v), f"{name} must be a non-negative number, got {v}")

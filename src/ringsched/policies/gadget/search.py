@@ -181,8 +181,8 @@ class PlanSearch:
         if not menu:
             return None
         best = None
-        prune = w_bounds is not None and self.p.near_payoff == 0  # (ties within near_payoff need every count)
-        near = 1e300 if earliest else self.p.near_payoff * float(job.utility.max_value)  # (finite: -inf marks no plan)
+        prune = w_bounds is not None
+        near = 1e300 if earliest else 0.0  # earliest: every plan ties, the first to finish wins (finite: -inf marks no plan)
         views = self.views(c)
         now_gpu = placement_gpu(c, current) if len(views) > 1 and current else None
         typed = [(v, restrict(win, v)) for v in views]  # a ring runs on one type (``gpu_types``)

@@ -138,6 +138,27 @@ def test_headline_names_the_winner_and_the_ratio():
     assert headline(tie).startswith("All 2 policies have the same mean JCT within 1%")
 
 
+def test_headline_ties_where_the_table_marks_ties():
+    """With the per-job table the headline reads mean JCT as the table's marks do (paired per
+    job, 2 s.e.): a 5% lead that the jobs' spread explains is named as noise, not as a win.
+    Mutant caught: the headline ignoring ``jobs`` (it then calls a 1.05x gap a win)."""
+    from ringsched.reports import headline
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(1000, 9000, 40)
+    jct = {"a": base, "b": base * rng.uniform(0.5, 1.6, 40), "c": base * 3}
+    jct["b"] *= 1.05 * base.sum() / jct["b"].sum()  # 5% slower on the mean, within its spread
+    jobs = pd.DataFrame([(p, i, v) for p, xs in jct.items() for i, v in enumerate(xs)],
+                        columns=["policy", "job_id", "jct_s"])
+    s = jobs.groupby("policy", as_index=False)["jct_s"].mean().rename(columns={"jct_s": "mean_jct_s"})
+    assert "(b within the run's noise of it)" in headline(s, jobs=jobs)
+    assert headline(s, jobs=jobs).startswith("a has the lowest mean JCT")
+    two = s[s["policy"] != "c"]
+    assert headline(two, jobs=jobs[jobs["policy"] != "c"]).startswith(
+        "All 2 policies have the same mean JCT within the run's noise")
+    assert headline(two).startswith("a has the lowest mean JCT")  # without jobs: the 1% rule
+
+
 def test_timeline_policy_is_the_first_elastic_or_the_busiest():
     from ringsched.experiment.compare import story_policy
     from ringsched.reports import timeline_policy

@@ -87,7 +87,7 @@ def compare(
         console = stdout_console()
         console.print(compare_table(result.summary, f"{result.workload} (objective {cfg.objective})", console.width,
                                     result.jobs))
-        console.print(headline(result.summary), markup=False)
+        console.print(headline(result.summary, jobs=result.jobs), markup=False)
     for k, e in result.errors.items():
         err.print(f"{k} failed: {e}", style="red", markup=False)
     if result.interrupted:

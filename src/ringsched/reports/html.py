@@ -200,7 +200,7 @@ def render_compare(summary: pd.DataFrame, jobs: pd.DataFrame, timeline: pd.DataF
     if not policies:
         parts.append('<p class="note">No policy finished: nothing to plot.</p>')
         return _page(title, "\n".join(parts))
-    parts.append(f'<p id="headline"><strong>{html.escape(headline(summary))}</strong></p>')
+    parts.append(f'<p id="headline"><strong>{html.escape(headline(summary, jobs=jobs))}</strong></p>')
     parts.append('<section id="summary"><h2>Summary</h2>' + summary_table_html(summary, jobs) +
                  '<p class="caption">Best value per column highlighted where it is better beyond the run\'s noise: '
                  'mean JCT, where the mean per-job difference (the same jobs under both policies) exceeds 2 '

@@ -145,8 +145,10 @@ def best_marks(summary: pd.DataFrame, metrics: Sequence[Metric], jobs: pd.DataFr
     return marks
 
 
-def headline(summary: pd.DataFrame, key: str = "mean_jct_s") -> str:
-    """One sentence: who wins on ``key`` and by how much against the worst, or that they tie."""
+def headline(summary: pd.DataFrame, key: str = "mean_jct_s", jobs: pd.DataFrame | None = None) -> str:
+    """One sentence: who wins on ``key`` and by how much against the worst, or that they tie.
+    With the per-job table, mean JCT ties are the table's (``paired_jct_ties``): the sentence
+    names the policies within the run's noise of the best, or says that all of them are."""
     m = METRICS_BY_KEY[key]
     if summary.empty or key not in summary:
         return "No policy finished."
@@ -163,9 +165,18 @@ def headline(summary: pd.DataFrame, key: str = "mean_jct_s") -> str:
     if abs(w - b) <= TIE_SHARE * max(abs(b), 1e-12):
         return (f"All {len(vals)} policies have the same {name} within {TIE_SHARE:.0%} ({m.show(b)} {unit}): "
                 "scheduling makes no difference on this workload.")
+    names = [str(p) for p in ok["policy"]]
+    tied = (paired_jct_ties(jobs, names, str(summary.loc[best, "policy"]))
+            if jobs is not None and key == "mean_jct_s" else set())
+    if len(tied) == len(names):
+        return (f"All {len(vals)} policies have the same {name} within the run's noise (the mean per-job "
+                f"difference within 2 standard errors), from {m.show(b)} {unit} ({summary.loc[best, 'policy']}) "
+                f"to {m.show(w)} {unit} ({summary.loc[worst, 'policy']}).")
+    others = [n for n in names if n in tied and n != str(summary.loc[best, "policy"])]
+    also = f" ({', '.join(others)} within the run's noise of it)" if others else ""
     ratio = (w / b if m.better == "min" else b / w) if min(abs(b), abs(w)) > 0 else float("inf")
     return (f"{summary.loc[best, 'policy']} has the {'lowest' if m.better == 'min' else 'highest'} {name}, "
-            f"{m.show(b)} {unit}: {ratio:.2f}x {'lower' if m.better == 'min' else 'higher'} than "
+            f"{m.show(b)} {unit}{also}: {ratio:.2f}x {'lower' if m.better == 'min' else 'higher'} than "
             f"{summary.loc[worst, 'policy']} ({m.show(w)} {unit}), the worst of {len(vals)} policies.")
 
 

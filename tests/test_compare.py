@@ -182,6 +182,18 @@ def test_bad_objective_and_policy_are_one_line_exit_2(cli, tmp_path):
     assert not (tmp_path / "report.html").exists()
 
 
+def test_a_report_with_no_policy_finished_counts_the_workloads_jobs():
+    """Interrupted before any policy finished, the report's header still says how many jobs the
+    workload has (it said 0). Mutant caught: the count taken from the empty summary alone."""
+    from ringsched.experiment.compare import CompareConfig, CompareResult, compare_meta
+
+    cfg = CompareConfig.model_validate({"trace": {"trace": "synthetic:30"}, "cluster": "2x8", "policies": ["fifo"]})
+    empty = pd.DataFrame(columns=["policy", "jobs"])
+    result = CompareResult(cfg, "synthetic:30", "2x8", empty, empty, empty, empty, empty, unfinished=["fifo"],
+                           interrupted=True, loaded_jobs=30)
+    assert compare_meta(result)["jobs"] == 30
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_and_sigterm_keep_the_finished_policies(tmp_path, sig):
     """SIGINT (or SIGTERM, what Slurm and systemd send) after the first policy finished: exit

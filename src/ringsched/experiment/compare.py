@@ -73,6 +73,7 @@ class CompareResult:
     interrupted: bool = False
     wall_s: float = 0.0
     workers: int = 0
+    loaded_jobs: int = 0  # the workload's jobs (the header's count when no policy finished)
 
 
 def _stack(results: list[dict], name: str) -> pd.DataFrame:
@@ -125,7 +126,8 @@ def run_compare(config: CompareConfig, *, workers: int | None = None, console=No
     summary, timing = _summary_rows(results, wl.columns(), config.objective)
     return CompareResult(config, wl.describe(), wl.cluster.describe(), summary, timing, _stack(results, "jobs"),
                          _stack(results, "timeline"), _stack(results, "changes"), dict(outcome.errors),
-                         list(outcome.unfinished), outcome.interrupted, time.perf_counter() - t0, outcome.workers)
+                         list(outcome.unfinished), outcome.interrupted, time.perf_counter() - t0, outcome.workers,
+                         len(wl.jobs))
 
 
 def _warm_report() -> None:
@@ -151,7 +153,7 @@ def compare_meta(result: CompareResult) -> dict:
     cfg = result.config
     return {"trace": cfg.trace.trace, "workload": result.workload, "cluster": cfg.cluster,
             "cluster_description": result.cluster_description, "seed": cfg.seed, "objective": cfg.objective,
-            "policies": list(cfg.policies), "jobs": int(result.summary["jobs"].iloc[0]) if len(result.summary) else 0,
+            "policies": list(cfg.policies), "jobs": int(result.summary["jobs"].iloc[0]) if len(result.summary) else result.loaded_jobs,
             "simulator": cfg.simulator.describe(),
             "unfinished": result.unfinished + [f"{k} (failed)" for k in result.errors],
             "story_policy": story_policy([str(p) for p in result.summary["policy"]]),

@@ -1,5 +1,7 @@
 """Cluster specs (string and YAML), jobs and utilities: validation and defaults."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -115,6 +117,24 @@ def test_yaml_numbers_are_yaml_1_2(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("servers:\n  - {gpus: 8, nic_Bps: 25e9}\n")
     assert load_cluster(str(f)).servers[0].nic_Bps == 25e9
+
+
+def test_yaml_plain_numbers_are_only_yaml_1_2s_and_dumps_read_back(tmp_path):
+    """No hex, octal, base-60 or underscored integers (YAML 1.1's): the text as typed; and what
+    dump_yaml writes reads back unchanged here and in YAML 1.1 readers. Mutants caught: PyYAML's
+    YAML 1.1 int resolver (0x8 -> 8, 10:5 -> 605, 010 -> 8), and yaml.safe_dump for dump_yaml
+    ('09' written bare, read back as 9)."""
+    import yaml
+
+    from ringsched.validation.yaml_doc import dump_yaml, read_yaml
+
+    f = tmp_path / "n.yaml"
+    f.write_text("a: 0x8\nb: 10:5\nc: 1_000\nd: 010\ne: 1e9\nf: -.inf\ng: 0o7\nh: +5\ni: 1.5\n")
+    assert read_yaml(f).value == {"a": "0x8", "b": "10:5", "c": "1_000", "d": 10, "e": 1e9, "f": -math.inf,
+                                  "g": "0o7", "h": 5, "i": 1.5}
+    value = {"s": ["09", "1e9", "0x8", "10:5", "1_0", "+5", ".5", "yes"], "n": [9, 1e9, -0.5, math.inf, 10**20]}
+    f.write_text(dump_yaml(value))
+    assert read_yaml(f).value == value == yaml.safe_load(f.read_text())
 
 
 JOB = "jobs:\n  - name: j1\n    entry: trainmod:main\n    batch: 32\n    work: {samples: 1000}\n"

@@ -267,22 +267,62 @@ def test_command_line_options_override_the_config_file(cli, tmp_path):
     assert "seed: 4" in (tmp_path / "experiment.yaml").read_text()
 
 
+_POLICIES = "kind: compare\npolicies:\n- fifo\n- {}\n"
+_TRACE = "kind: compare\npolicies: [fifo]\ntrace:\n  trace: synthetic:5\n  {}\n"
+
+
 @pytest.mark.parametrize("text, field", [
     ("kind: compare\npolicies: [fifo]\nseed: x\n", "row 3, field 'seed'"),
     ("kind: compare\npolicies: [fifo]\nsimulator: {slot_s: -1}\n", "row 3, field 'simulator.slot_s'"),
     ("kind: compare\npolicies: [fifo]\ncolour: red\n", "row 3, field 'colour'"),
     ("kind: compare\npolicies: [fifo]\nseed: 1\nseed: 2\n", "row 4, field 'seed': duplicate key"),
     ("kind: compare\npolicies: [fifo]\nload: 1.0e-300\n", "row 3, field 'load'"),
-    ("kind: compare\npolicies: [fifo]\ncluster: 0x2\n", "row 3, field 'cluster'"),
-    ("kind: compare\npolicies: [nope]\n", "nope"),
     ("[1, 2\n", "row 2: invalid YAML"),
+    # each policy of the list is named by its line and index (mutant caught: the file's policies
+    # checked only after loading, by resolve_policies: "field 'policy'", no file, no row)
+    ("kind: compare\npolicies: [nope]\n", "row 2, field 'policies[0]': unknown policy 'nope'"),
+    (_POLICIES.format("nosuch"), "row 4, field 'policies[1]': unknown policy 'nosuch'"),
+    (_POLICIES.format("gadget:pack_slack=abc"), "row 4, field 'policies[1]': policy gadget:pack_slack=abc: "
+                                                "pack_slack='abc' is not a valid float"),
+    # the trace spec and its filters are checked as the file is read (mutant caught: checked only
+    # when the trace loads: "field 'trace'", no file, no row)
+    ("kind: compare\npolicies: [fifo]\ntrace:\n  trace: demo:-5\n",
+     "row 4, field 'trace.trace': number of jobs must be a whole number in 1..5,000,000, got -5"),
+    ("kind: compare\npolicies: [fifo]\ntrace: {trace: 'nosuch:5'}\n",
+     "row 3, field 'trace.trace': unknown trace format 'nosuch'"),
+    ("kind: compare\npolicies: [fifo]\ntrace: {trace: 'synthetic:5,colour=1'}\n",
+     "row 3, field 'trace.trace': synthetic: unknown option 'colour'"),
+    (_TRACE.format("window: soon"), "row 5, field 'trace.window': window must be START:END, got 'soon'"),
+    # plain scalars are YAML 1.2's: 10:5 is the text '10:5', not the base-60 integer 605, and
+    # 0x8 is the text '0x8' (the message of --cluster 0x8), not the hex integer 8 (mutant caught:
+    # PyYAML's YAML 1.1 resolvers: "Input should be a valid string, got 605" / "got 8")
+    (_TRACE.format("window: 10:5"), "row 5, field 'trace.window': window END must be after START, got '10:5'"),
+    ("kind: compare\npolicies: [fifo]\ncluster: 0x8\n",
+     "row 3, field 'cluster': cluster '0x8': servers must be a whole number in 1..100,000, got 0"),
+    ("kind: compare\npolicies: [fifo]\ncluster: 2x8,racks=1.5\n", "row 3, field 'cluster': cluster option racks must be a whole"),
 ])
 def test_bad_config_file_is_one_line_naming_file_and_field(cli, tmp_path, text, field):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(text)
     code, _, err = cli("compare", "--config", cfg, "--out", tmp_path / "o")
-    assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"ringsched: error: {cfg}, {field}"), err
     assert "Traceback" not in err
+
+
+def test_config_file_strings_are_read_as_typed(tmp_path):
+    """String fields see the text the user typed (YAML 1.2 numbers: no base 60, no hex, no
+    underscores); numbers are still numbers. Mutant caught: PyYAML's YAML 1.1 resolvers."""
+    from ringsched.experiment.config import CompareConfig, load_config
+
+    cfg = tmp_path / "e.yaml"
+    cfg.write_text("kind: compare\npolicies: [fifo]\ntrace: {trace: 'synthetic:5', window: 1:50, vc: 1_0}\n"
+                   "cluster: 2x8\nload: 1e0\nseed: 010\nsimulator: {slot_s: 6_0}\n")
+    with pytest.raises(Exception, match="slot_s"):
+        load_config(cfg, CompareConfig)  # 6_0 is a string in YAML 1.2, not 60
+    cfg.write_text(cfg.read_text().replace("6_0", "60"))
+    c = load_config(cfg, CompareConfig)
+    assert (c.trace.window, c.trace.vc, c.load, c.seed, c.simulator.slot_s) == ("1:50", "1_0", 1.0, 10, 60.0)
 
 
 def test_table_fits_100_columns_with_every_header_whole(compare_all):

@@ -9,9 +9,9 @@ is pydantic's; a bad file is one ``InputError`` line naming the file and the fie
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ringsched.errors import InputError
 from ringsched.validation.bounds import LIMITS
@@ -28,13 +28,48 @@ _LOAD = LIMITS["load_factor"].pydantic(float)
 _SEED = LIMITS["seed"].pydantic(int)
 
 
+def _field_error(call, value: str):
+    """``call(value)``; its InputError becomes this field's error (a ValueError), so a config
+    file's bad value is named with the file, the line and the field."""
+    try:
+        return call(value)
+    except InputError as e:
+        raise ValueError(e.message) from None
+
+
+def _trace_spec(spec: str) -> str:
+    """A trace spec, checked without loading the trace (format, count, options, path given)."""
+    from ringsched.traces import check_spec
+
+    _field_error(check_spec, spec)
+    return spec
+
+
+def _window(text: str) -> str:
+    from ringsched.traces import parse_window
+
+    _field_error(parse_window, text)
+    return text
+
+
+def _policy_spec(spec: str) -> str:
+    """One policy spec of a list (or ``all``), checked as ``--policies`` checks it."""
+    from ringsched.experiment.workload import resolve_policies
+
+    _field_error(lambda s: resolve_policies([s]), spec)
+    return spec
+
+
+_POLICY = Annotated[str, AfterValidator(_policy_spec)]
+
+
 class TraceSettings(BaseModel):
     """Which jobs: the trace and its filters (docs/traces.md)."""
 
     model_config = _STRICT
-    trace: str = "synthetic:2000"
+    trace: Annotated[str, AfterValidator(_trace_spec)] = "synthetic:2000"
     vc: str | None = None
-    window: str | None = None  # START:END, seconds from the trace's start
+    window: Annotated[str, AfterValidator(_window)] | None = None  # START:END, seconds from the trace's start
     limit: LIMITS["jobs"].pydantic(int) | None = None
     rigid: bool = False
     skip_bad_rows: bool = False
@@ -92,14 +127,10 @@ class SimulatorSettings(BaseModel):
 
 
 def _cluster_spec(spec: str) -> str:
-    """A cluster spec that ``load_cluster`` reads (its InputError becomes this field's error,
-    so a config file's bad cluster is named with the file and the line)."""
+    """A cluster spec that ``load_cluster`` reads, as ``--cluster`` reads it."""
     from ringsched.cluster.model import load_cluster
 
-    try:
-        load_cluster(spec)
-    except InputError as e:
-        raise ValueError(e.message) from None
+    _field_error(load_cluster, spec)
     return spec
 
 
@@ -108,10 +139,7 @@ def _objective_spec(text: str) -> str:
     a bad one is this field's error."""
     from ringsched.experiment.objectives import parse_objective
 
-    try:
-        return parse_objective(text).spec()
-    except InputError as e:
-        raise ValueError(e.message) from None
+    return _field_error(lambda t: parse_objective(t).spec(), text)
 
 
 class CompareConfig(BaseModel):
@@ -123,7 +151,7 @@ class CompareConfig(BaseModel):
     cluster: str = "16x8"
     load: _LOAD = 1.0  # arrival-rate factor: arrival times divided by it
     seed: _SEED = 0
-    policies: list[str] = Field(min_length=1)
+    policies: list[_POLICY] = Field(min_length=1)
     objective: str = Field("jct", validate_default=True)
     profiles: dict[str, dict] = {}  # model -> a `ringsched model fit` document (experiment/profiles.py)
     gpu_profiles: list[str] = []  # folders DIR/<gpu type>/<model>.json (--gpu-profiles; docs/catalogue.md)
@@ -142,7 +170,7 @@ class SweepConfig(BaseModel):
     clusters: list[str] = Field(["16x8"], min_length=1)
     loads: list[_LOAD] = Field([0.5, 1.0, 2.0], min_length=1)
     seeds: list[_SEED] = Field([0, 1, 2], min_length=1, max_length=int(LIMITS["seeds_count"].hi))
-    policies: list[str] = Field(min_length=1)
+    policies: list[_POLICY] = Field(min_length=1)
     objective: str = Field("jct", validate_default=True)
     baseline: str | None = None  # the policy paired differences are taken against (default: the first)
     confidence: float = Field(0.95, ge=0.5, le=0.999)
@@ -177,9 +205,9 @@ def load_config(path: Path, kind: type[BaseModel]) -> BaseModel:
 
 def dump_config(config: BaseModel) -> str:
     """The config as YAML, keys in declaration order (byte-identical for equal configs)."""
-    import yaml
+    from ringsched.validation.yaml_doc import dump_yaml
 
-    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, default_flow_style=False)
+    return dump_yaml(config.model_dump(mode="json"))
 
 
 def with_overrides(config: BaseModel, overrides: dict) -> BaseModel:

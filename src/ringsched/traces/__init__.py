@@ -36,12 +36,17 @@ from ringsched.validation.bounds import LIMITS
 Loader = Callable[[str, int], pd.DataFrame]
 
 
+def _path(fmt: str, arg: str) -> Path:
+    """The PATH of ``fmt:PATH``; InputError (field 'trace') if none is given."""
+    arg = arg.strip()
+    if not arg:
+        raise InputError(f"'{fmt}:PATH' needs a path", field="trace")
+    return Path(arg).expanduser()
+
+
 def _from_path(fmt: str, read: Callable[[Path], pd.DataFrame]) -> Loader:
     def load(arg: str, seed: int) -> pd.DataFrame:
-        arg = arg.strip()
-        if not arg:
-            raise InputError(f"'{fmt}:PATH' needs a path", field="trace")
-        return read(Path(arg).expanduser())
+        return read(_path(fmt, arg))
     return load
 
 
@@ -104,6 +109,20 @@ def split_spec(spec: str) -> tuple[str, str]:
         what = f"unknown trace format {fmt.strip()!r}" if sep else f"trace spec {spec!r} has no FORMAT:"
         raise InputError(f"{what}; use one of: {', '.join(f + ':' for f in FORMATS)}", field="trace")
     return key, arg
+
+
+# the formats whose argument is checked without loading (the others' is a path, read on loading)
+_CHECKS: dict[str, Callable[[str], None]] = {"synthetic": synthetic.check_options, "demo": synthetic.check_demo_options}
+
+
+def check_spec(spec: str) -> None:
+    """``spec`` checked without loading the trace: its format, a generator's count and options
+    (as loading checks them), a path's presence. InputError (field 'trace') if wrong."""
+    fmt, arg = split_spec(spec)
+    if fmt in _CHECKS:
+        _CHECKS[fmt](arg)
+    else:
+        _path(fmt, arg)
 
 
 def load_trace(spec: str, *, vc: str | None = None, window: tuple[float, float] | None = None,

@@ -234,17 +234,23 @@ def demo_mean_gpu_s(max_duration_s: float) -> float:
     return out
 
 
+def _demo_rate_s(n_jobs, load: float, time_scale: float, max_duration_s: float) -> float:
+    """The demo's arrival rate, jobs/s, once N and every option are within their bounds."""
+    check_jobs(n_jobs)
+    for name, v in (("load", load), ("time_scale", time_scale), ("max_duration_s", max_duration_s)):
+        LIMITS[name].check(v, field="trace", what=f"demo option {name}")
+    rate_s = load * CLUSTER_GPUS / demo_mean_gpu_s(max_duration_s) * time_scale
+    check_span(int(n_jobs), rate_s * 3600.0)
+    return rate_s
+
+
 def generate_demo(n_jobs: int, seed: int = 0, *, load: float = DEMO_DEFAULTS["load"],
                   time_scale: float = DEMO_DEFAULTS["time_scale"],
                   max_duration_s: float = DEMO_DEFAULTS["max_duration_s"]) -> pd.DataFrame:
     """The demo workload: ``n_jobs`` jobs of Philly's busy-period shape (see above)."""
-    check_jobs(n_jobs)
-    for name, v in (("load", load), ("time_scale", time_scale), ("max_duration_s", max_duration_s)):
-        LIMITS[name].check(v, field="trace", what=f"demo option {name}")
+    rate_s = _demo_rate_s(n_jobs, load, time_scale, max_duration_s)
     n = int(n_jobs)
     s_arr, s_gpu, s_dur, s_ten = (np.random.default_rng(s) for s in np.random.SeedSequence(int(seed)).spawn(4))
-    rate_s = load * CLUSTER_GPUS / demo_mean_gpu_s(max_duration_s) * time_scale
-    check_span(n, rate_s * 3600.0)
     arrival = _arrivals(s_arr, n, rate_s, 0.0)
     sizes = np.array(list(BUSY_GPU_COUNTS), dtype=np.int64)
     counts = np.array(list(BUSY_GPU_COUNTS.values()), dtype=float)
@@ -270,3 +276,14 @@ DEMO_BOUNDS = {k: LIMITS[k] for k in DEMO_DEFAULTS}
 def parse_demo_options(text: str) -> tuple[int, dict[str, float]]:
     """``N[,load=L,time_scale=S,max_duration_s=C]`` -> (N, options), each within ``LIMITS``."""
     return parse_count_and_options(text, DEMO_BOUNDS, what="demo")
+
+
+def check_options(text: str) -> None:
+    """A ``synthetic:`` argument checked as ``generate`` checks it, without generating."""
+    _check(*parse_options(text))
+
+
+def check_demo_options(text: str) -> None:
+    """A ``demo:`` argument checked as ``generate_demo`` checks it, without generating."""
+    n, opts = parse_demo_options(text)
+    _demo_rate_s(n, **{**DEMO_DEFAULTS, **opts})

@@ -9,7 +9,10 @@ other than YAML's plain types (no Python objects), and a document that expands t
 composing keeps each anchored node once) or nests deeper than ``MAX_YAML_DEPTH``. The path
 itself is checked by ``validation.files`` (a regular file; a byte-order mark is dropped).
 
-Plain scalars such as ``1e9`` are numbers (YAML 1.2), not the strings of YAML 1.1.
+Plain numbers are YAML 1.2's (core schema), not YAML 1.1's: decimal integers and floats
+(``1e9``, ``.inf``) are numbers; ``0x8``, ``0o17``, ``1_000`` and ``10:5`` are the text as
+typed (not hex, octal or base-60 integers), and ``010`` is ten. ``dump_yaml`` writes what
+``read_yaml`` and YAML 1.1 readers both read back unchanged.
 """
 
 from __future__ import annotations
@@ -24,10 +27,38 @@ from ringsched.errors import InputError
 from ringsched.validation.bounds import MAX_YAML_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 from ringsched.validation.files import read_text
 
-_FLOAT_12 = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
-_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_INT_12 = re.compile(r"^[-+]?[0-9]+$")
+_FLOAT_12 = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+_NUMBER_START = list("-+.0123456789")
 _COLLECTION_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 _PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "timestamp")}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2's core-schema numbers in place of YAML 1.1's."""
+
+    def construct_yaml_int(self, node) -> int:
+        return int(node.value)  # decimal only: the resolver gives no other form
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that also quotes the strings YAML 1.2 reads as numbers (``09``, ``1e9``)."""
+
+
+_Loader.yaml_implicit_resolvers = {  # YAML 1.1's numbers out
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT_TAG, _FLOAT_TAG)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+for _cls in (_Loader, _Dumper):  # YAML 1.2's in (the dumper keeps 1.1's too: it quotes both)
+    _cls.add_implicit_resolver(_INT_TAG, _INT_12, _NUMBER_START)
+    _cls.add_implicit_resolver(_FLOAT_TAG, _FLOAT_12, _NUMBER_START)
+_Loader.add_constructor(_INT_TAG, _Loader.construct_yaml_int)
+
+
+def dump_yaml(value) -> str:
+    """``value`` as block-style YAML, keys in the order given."""
+    return yaml.dump(value, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
 
 
 @dataclass
@@ -57,7 +88,7 @@ def location(loc: tuple) -> str:
 def read_yaml(path: str | Path) -> YamlDoc:
     name = str(path)
     text = read_text(path, max_bytes=MAX_YAML_BYTES)
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
     except RecursionError:  # PyYAML's composer recurses once per level of nesting
@@ -80,7 +111,7 @@ def read_yaml(path: str | Path) -> YamlDoc:
 class _Walker:
     def __init__(self, file: str, lines: dict[tuple, int]):
         self.file, self.lines, self.count = file, lines, 0
-        self.scalars = yaml.SafeLoader("")
+        self.scalars = _Loader("")
 
     def fail(self, msg: str, node, loc: tuple):
         raise InputError(msg, file=self.file, row=node.start_mark.line + 1, field=location(loc) or None)
@@ -112,8 +143,6 @@ class _Walker:
     def scalar(self, node, loc: tuple):
         if node.tag not in _PLAIN_TAGS:
             self.fail(f"unsupported YAML tag {node.tag!r}", node, loc)
-        if node.tag == _STR_TAG and node.style is None and _FLOAT_12.match(node.value):
-            return float(node.value)
         try:
             return self.scalars.construct_object(node)
         except (yaml.YAMLError, ValueError, OverflowError) as e:

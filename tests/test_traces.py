@@ -368,7 +368,19 @@ def test_parse_window():
         assert e.value.field == "window"
 
 
+@pytest.mark.parametrize("window,bound", [("-5:10", "-5"), ("0:nan", "nan"), ("0:inf", "inf"), ("-1h:", "-1h"),
+                                          ("x:5", "x")])
+def test_a_negative_or_infinite_window_bound_says_what_a_bound_must_be(cli, window, bound):
+    """``--window -5:10`` (or ``0:nan``, ``0:inf``) is one line saying the bound must be a finite
+    time >= 0, exit 2. Mutant caught: the old wording ('-5' is not a time), which a negative or
+    infinite number of seconds is."""
+    code, out, err = cli("simulate", "--trace", "demo:50", "--cluster", "4x8", "--window", window)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"window bound '{bound}' must be a finite time >= 0 (seconds, or with s/m/h/d)" in err
+
+
 def test_filters_order_and_rebase(tmp_path):
+
     p = write(tmp_path, "philly.csv", PHILLY_HEAD +
               "2017-10-09 00:00:00,10,1,10,A\n"
               "2017-10-09 00:01:00,10,1,10,B\n"

@@ -81,3 +81,24 @@ def test_policies_lists_each_policy_with_a_whole_first_paragraph_aligned(cli):
         cls = policy_class(name)
         doc = " ".join((cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or "").split())
         assert text.endswith((".", ")")) and doc.startswith(text), (name, text)
+
+
+def test_status_shows_sample_counts_as_whole_numbers(cli, monkeypatch):
+    """`ringsched status JOB`: the samples done and to do as whole numbers with thousands
+    separators, the same whether the service sent a float or an int. Mutant caught: the old
+    ``_fmt`` (a float with ``.3g``: "1.5e+03/3e+03 samples" beside an int's "3000")."""
+    import ringsched.cli.client_cmds as cc
+
+    assert [cc.count_text(v) for v in (3000.0, 3000, 0.0, 2999.7, 1234567, None, float("nan"))] == [
+        "3,000", "3,000", "0", "2,999", "1,234,567", "-", "-"]
+    job = {"id": "j", "state": "running", "reason": "", "user": "eve", "done_samples": 1500.0, "work_samples": 3000,
+           "loss_first": 2.0, "loss_last": 1.0, "attempts": []}
+
+    class Fake:
+        def get(self, path):
+            return job
+
+    monkeypatch.setattr(cc, "_client", lambda url, token: Fake())
+    code, out, err = cli("status", "j")
+    assert code == 0, err
+    assert "1,500/3,000 samples" in out, out

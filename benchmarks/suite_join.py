@@ -26,10 +26,9 @@ def join_cells(new: pd.DataFrame, old: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> None:
-    from rich.console import Console
-
     from ringsched.experiment.suite import duplicated_cell, write_suite
     from ringsched.experiment.suite_report import print_report
+    from ringsched.reports.terminal import stdout_console
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("new", type=Path)
@@ -49,7 +48,7 @@ def main(argv=None) -> None:
             print(f"suite_join.py: {folder / 'cells.parquet'}: {bad}", file=sys.stderr)
             sys.exit(2)
     cells = join_cells(tables[a.new], tables[a.old])
-    print_report(write_suite(a.out, cells, a.target), a.target, Console())
+    print_report(write_suite(a.out, cells, a.target), a.target, stdout_console())
 
 
 if __name__ == "__main__":

@@ -159,3 +159,13 @@ def test_model_table_fits_100_columns_when_piped(cli, capsys):
     print_catalogue_tables("16x8", ["resnet50"], width=170)
     wide = capsys.readouterr().out
     assert "128 on 16" in wide and "more placements" not in wide and "…" not in wide
+
+
+def test_model_help_says_table_is_what_make_table_prints(cli):
+    """`ringsched model --help` and `model table --help` say the table is what `make table` prints
+    (the demo prints the policy comparison). Mutant caught: the old "(what the demo prints)"."""
+    for args in (("model", "--help"), ("model", "table", "--help")):
+        code, out, err = cli(*args)
+        assert code == 0, err
+        text = " ".join(out.replace("│", " ").split())
+        assert "what make table prints" in text and "demo" not in text, text

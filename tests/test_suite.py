@@ -160,6 +160,36 @@ def test_absent_shared_traces_skip_with_a_reason(monkeypatch, tmp_path, cli):
     assert code == 2 and "nope" in err and len(err.strip().splitlines()) == 1
 
 
+QUICK = ("suite", "--quick", "--workloads", "syn-1.1", "--seeds", "1", "--policies", "fifo,srtf", "--target", "fifo",
+         "--workers", "1", "--out")
+
+
+def test_suite_tables_on_a_pipe_are_never_cut(cli, monkeypatch, tmp_path):
+    """stdout not a terminal (a pipe, a file): the tables are 100 columns wide, as compare's, and
+    no header or number is cut ('estima…', '[-0.20…' at rich's 80 columns). Mutant caught: the
+    old plain ``Console()`` and one overall table of eight columns, squeezed even at 100."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    code, out, err = cli(*QUICK, tmp_path / "o")
+    assert code == 0, err
+    assert "…" not in out, out
+    for head in ("estimates", "worst workload", "paired mean", "signed-rank p", "mean JCT"):
+        assert head in out
+    assert max(map(len, out.splitlines())) <= 100
+
+
+def test_suite_under_jct_writes_no_objective_tables(cli, tmp_path):
+    """Under the default objective (jct) objective.parquet and objective_overall.parquet are not
+    written (they would have no rows and no columns), and an earlier run's are removed; the page
+    is still written. Mutant caught: the old loop writing every derived table (two empty files)."""
+    out = tmp_path / "o"
+    out.mkdir()
+    pd.DataFrame({"x": [1]}).to_parquet(out / "objective.parquet")  # as if from a run under another objective
+    code, _, err = cli(*QUICK, out)
+    assert code == 0, err
+    assert not (out / "objective.parquet").exists() and not (out / "objective_overall.parquet").exists()
+    assert len(pd.read_parquet(out / "ratios.parquet")) and "objective" not in (out / "index.html").read_text()
+
+
 def test_ray_engine_gives_the_rows_of_processes():
     pytest.importorskip("ray")
     cells = cells_for(tiny(("syn-1.1",), limit=15), ["fifo", "srtf"], seeds=(0,), estimates=("exact",))

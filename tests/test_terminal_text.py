@@ -1,5 +1,6 @@
-"""User strings on the terminal (policy specs, submitters' names) are shown as typed, never read
-as rich markup or emoji shortcodes (issue 19: a sweep title `synthetic:100` printed an emoji)."""
+"""Text on the terminal: user strings (policy specs, submitters' names) are shown as typed, never
+read as rich markup or emoji shortcodes (issue 19: a sweep title `synthetic:100` printed an
+emoji); tables and lists are not cut."""
 
 from __future__ import annotations
 
@@ -58,3 +59,46 @@ def test_run_summary_keeps_names_and_losses_whole_and_errors_plain():
     text = console.export_text()
     assert "demo0-digits-cnn" in text and "demo1-synth-mlp" in text and "2.3 -> 0.000544" in text
     assert "[Errno 2]" in text and "[red]x" in text  # the status may wrap; its brackets stay
+
+
+def test_policies_lists_each_policy_with_a_whole_first_paragraph_aligned(cli):
+    """`ringsched policies`: one line per policy, every description starting in the same column,
+    whole (the docstring's first paragraph, joined) and ending with a full stop or a closing
+    bracket. Mutant caught: the old first line of the docstring (sia's "... one MILP per round",
+    sjf-bco's "(Yu, Liu et al.,") padded to 10 (fifo-strict's description one column out)."""
+    import sys
+
+    from ringsched.policies import policy_class, policy_names
+
+    code, out, err = cli("policies")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == policy_names()
+    starts = {len(line) - len(line.split(maxsplit=1)[1]) for line in lines}
+    assert len(starts) == 1, out
+    for line in lines:
+        name, text = line.split(maxsplit=1)
+        cls = policy_class(name)
+        doc = " ".join((cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or "").split())
+        assert text.endswith((".", ")")) and doc.startswith(text), (name, text)
+
+
+def test_status_shows_sample_counts_as_whole_numbers(cli, monkeypatch):
+    """`ringsched status JOB`: the samples done and to do as whole numbers with thousands
+    separators, the same whether the service sent a float or an int. Mutant caught: the old
+    ``_fmt`` (a float with ``.3g``: "1.5e+03/3e+03 samples" beside an int's "3000")."""
+    import ringsched.cli.client_cmds as cc
+
+    assert [cc.count_text(v) for v in (3000.0, 3000, 0.0, 2999.7, 1234567, None, float("nan"))] == [
+        "3,000", "3,000", "0", "2,999", "1,234,567", "-", "-"]
+    job = {"id": "j", "state": "running", "reason": "", "user": "eve", "done_samples": 1500.0, "work_samples": 3000,
+           "loss_first": 2.0, "loss_last": 1.0, "attempts": []}
+
+    class Fake:
+        def get(self, path):
+            return job
+
+    monkeypatch.setattr(cc, "_client", lambda url, token: Fake())
+    code, out, err = cli("status", "j")
+    assert code == 0, err
+    assert "1,500/3,000 samples" in out, out

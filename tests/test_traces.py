@@ -368,7 +368,19 @@ def test_parse_window():
         assert e.value.field == "window"
 
 
+@pytest.mark.parametrize("window,bound", [("-5:10", "-5"), ("0:nan", "nan"), ("0:inf", "inf"), ("-1h:", "-1h"),
+                                          ("x:5", "x")])
+def test_a_negative_or_infinite_window_bound_says_what_a_bound_must_be(cli, window, bound):
+    """``--window -5:10`` (or ``0:nan``, ``0:inf``) is one line saying the bound must be a finite
+    time >= 0, exit 2. Mutant caught: the old wording ('-5' is not a time), which a negative or
+    infinite number of seconds is."""
+    code, out, err = cli("simulate", "--trace", "demo:50", "--cluster", "4x8", "--window", window)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"window bound '{bound}' must be a finite time >= 0 (seconds, or with s/m/h/d)" in err
+
+
 def test_filters_order_and_rebase(tmp_path):
+
     p = write(tmp_path, "philly.csv", PHILLY_HEAD +
               "2017-10-09 00:00:00,10,1,10,A\n"
               "2017-10-09 00:01:00,10,1,10,B\n"
@@ -436,6 +448,29 @@ def test_rows_in_errors_are_file_lines_blank_lines_counted(tmp_path):
     p = write(tmp_path, "p.csv", PHILLY_HEAD + "\n2017-10-09 07:01:55,5,1,5,a\n\n\n2017-10-09 07:01:55,x,1,5,a\n")
     e = error(f"philly:{p}")
     assert (e.row, e.field) == (6, "duration")
+
+
+OK_ROW = "2017-10-09 07:01:55,5,1,5,a\n"
+
+
+@pytest.mark.parametrize("body,row,field", [
+    (OK_ROW + '2017-10-09 07:01:56,5,1,5,"a\n' + OK_ROW, 3, "cluster"),
+    ("\n\n" + OK_ROW + "\n" + '2017-10-09 07:01:56,5,1,5,"a\n\n' + OK_ROW, 6, "cluster"),  # blank lines
+    ('2017-10-09 07:01:55,5,1,5,"two\n\nlines"\n' + OK_ROW + '"2017-10-09 07:01:56,5,1,5,a\n' + OK_ROW, 6,
+     "timestamp"),  # a closed field over three lines, then the open one
+    ('2017-10-09 07:01:55,5,1,5,"say ""hi"""\n' + '2017-10-09 07:01:56,5,1,5, "a ""b""\n' + OK_ROW, 3,
+     "cluster"),  # quotes doubled inside quoted fields; a space before the opening quote
+    ('2017-10-09 07:01:55,5,1,5,a"b\n' + '2017-10-09 07:01:56,"5,1,5,a\n', 3, "duration"),  # a"b: text
+])
+def test_an_unclosed_quote_is_named_by_the_line_and_field_where_it_opens(tmp_path, body, row, field):
+    """A quote never closed swallows the rest of the file; the error names the file's line where
+    it opens and its field, blank lines and closed multi-line fields counted as lines. Mutant
+    caught: the parser's own message (no row; its "row N" counts records from 0, blank lines
+    skipped), and that row + 1 mapped by physical_line (wrong after a closed multi-line field)."""
+    p = write(tmp_path, "q.csv", PHILLY_HEAD + body)
+    e = error(f"philly:{p}")
+    assert (e.file, e.row, e.field) == (str(p), row, field)
+    assert "never closed" in e.message
 
 
 @pytest.mark.parametrize("spec,what", [("demo:10,load=1e-300", "load"), ("demo:10,load=1,load=2", "twice"),

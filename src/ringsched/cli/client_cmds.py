@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import sys
 from pathlib import Path
 from urllib.parse import quote
@@ -32,6 +33,12 @@ def _client(url, token):
 
 def _fmt(v) -> str:
     return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
+
+
+def count_text(v) -> str:
+    """A count (samples) as a whole number with thousands separators, whether the service sent
+    it as an int or a float (3000.0 -> "3,000", never "3e+03"); "-" when unknown."""
+    return f"{int(v):,}" if v is not None and math.isfinite(v) else "-"
 
 
 def submit(jobs_file: Path = typer.Argument(..., help="A YAML jobs file (the schema of ringsched run --jobs)."),
@@ -86,7 +93,7 @@ def status(job_id: str = typer.Argument(..., help="The job's id (its name)."),
         sys.stdout.write(json.dumps(j) + "\n")
         return
     print(f"{j['id']}: {j['state']}" + (f" ({j['reason']})" if j["reason"] else "") +
-          f", user {j['user'] or '-'}, {_fmt(j['done_samples'])}/{_fmt(j['work_samples'])} samples, "
+          f", user {j['user'] or '-'}, {count_text(j['done_samples'])}/{count_text(j['work_samples'])} samples, "
           f"loss {_fmt(j['loss_first'])} -> {_fmt(j['loss_last'])}")
     for a in j["attempts"]:
         err = f"{a['step_error'] * 100:.0f}%" if a["step_error"] is not None else "-"

@@ -60,13 +60,14 @@ def _root(version: bool = typer.Option(False, "--version", metavar="", callback=
 def policies() -> None:
     """List the scheduling policies (built in, and from installed packages' ringsched.policies entry points)."""
     from ringsched.experiment.plugins import load_policy_plugins
-    from ringsched.policies import policy_class, policy_names
+    from ringsched.policies import policy_names
+    from ringsched.policies.registry import policy_summary
 
     load_policy_plugins()
-    for name in policy_names():
-        cls = policy_class(name)
-        doc = (cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or "").strip()
-        print(f"{name:10s} {doc.splitlines()[0] if doc else ''}")
+    names = policy_names()
+    width = max(map(len, names))
+    for name in names:
+        print(f"{name:{width}s}  {policy_summary(name)}")
 
 
 @app.command(epilog="Example: ringsched demo --out results/demo")

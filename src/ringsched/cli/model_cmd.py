@@ -27,7 +27,7 @@ def working(text: str):
     return bar
 
 
-# Placements shown by the demo table: (workers, servers).
+# Placements shown by the model table: (workers, servers).
 DEMO_PLACEMENTS = ((8, 1), (8, 2), (16, 2), (16, 4), (32, 4), (64, 8), (128, 16))
 
 
@@ -197,5 +197,5 @@ def table_cmd(
     cluster: str = typer.Option("16x8", help="Cluster spec NxG[,key=value...] or a YAML file."),
     model: list[str] = typer.Option(None, "--model", "-m", help="Only these built-in models (repeatable)."),
 ) -> None:
-    """Tabulate predictions for built-in models on a cluster (what the demo prints)."""
+    """Tabulate the built-in models' predicted step time and scaling on a cluster (what make table prints)."""
     print_catalogue_tables(cluster, model or None)

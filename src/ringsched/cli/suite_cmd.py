@@ -56,6 +56,7 @@ def suite(
     from ringsched.experiment.objectives import parse_objective
     from ringsched.experiment.suite_report import print_objective, print_report
     from ringsched.experiment.config import parse_estimates
+    from ringsched.reports.terminal import stdout_console
 
     if engine not in ("process", "ray"):
         raise InputError(f"engine must be process or ray, got {engine!r}", field="engine")
@@ -82,8 +83,9 @@ def suite(
     if len(run.cells):
         tables = write_suite(out, run.cells, target)
         if len(tables["ratios"]):
-            print_report(tables, target, Console())
-            print_objective(tables, target, Console())
+            console = stdout_console()
+            print_report(tables, target, console)
+            print_objective(tables, target, console)
         else:  # (an interrupted run may not have the target and a baseline of any workload yet)
             print(f"no ratios yet: no workload has {target} and a baseline finished; cells in {out}")
     sys.stdout.flush()

@@ -289,8 +289,9 @@ def duplicated_cell(cells: pd.DataFrame) -> str | None:
 
 def write_suite(out_dir: Path, cells: pd.DataFrame, target: str = "gadget") -> dict[str, pd.DataFrame]:
     """cells.parquet, ratios.parquet, paired.parquet, overall.parquet, workloads.parquet,
-    objective.parquet and objective_overall.parquet (empty under jct), and index.html. A cell
-    there twice is a ValueError before anything is written."""
+    objective.parquet and objective_overall.parquet (not under jct: their tables are empty, and
+    an earlier run's are removed), and index.html. A cell there twice is a ValueError before
+    anything is written."""
     from ringsched.experiment.suite_html import suite_page
 
     bad = duplicated_cell(cells)
@@ -307,7 +308,10 @@ def write_suite(out_dir: Path, cells: pd.DataFrame, target: str = "gadget") -> d
                "overall": overall(r) if len(r) else pd.DataFrame(), "workloads": workload_table(cells),
                "objective": obj, "objective_overall": objective_overall(obj, cells, target)}
     for name, t in derived.items():
-        t.to_parquet(out_dir / f"{name}.parquet", index=False)
+        if len(t) or name not in ("objective", "objective_overall"):
+            t.to_parquet(out_dir / f"{name}.parquet", index=False)
+        else:  # (jct: nothing to compare; an earlier run's file under another objective would mislead)
+            (out_dir / f"{name}.parquet").unlink(missing_ok=True)
     tables = {"cells": cells, **derived}
     (out_dir / "index.html").write_text(suite_page(tables, target))
     return tables

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import sys
 
 from ringsched.errors import InputError
 from ringsched.specs import coerce
@@ -36,6 +37,14 @@ def policy_class(name: str) -> type:
     if cls is None:
         raise InputError(f"unknown policy {name!r}; known: {', '.join(policy_names())}", field="policy")
     return cls
+
+
+def policy_summary(name: str) -> str:
+    """What ``ringsched policies`` says of a policy: the first paragraph of its class's docstring
+    (or its module's), joined into one line."""
+    cls = policy_class(name)
+    doc = cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
 
 
 def parse_policy(spec: str) -> tuple[str, dict]:

@@ -38,8 +38,27 @@ def fit_to_width(build: Callable[[int], Table], n_max: int, width: int) -> Table
 
 
 def _table(title: str, caption: str) -> Table:
-    return Table(title=Text(title), caption=Text(caption), box=box.SIMPLE_HEAD, header_style="bold",
-                 title_justify="left", caption_justify="left", pad_edge=False)
+    return Table(title=Text(title), caption=Text(caption) if caption else None, box=box.SIMPLE_HEAD,
+                 header_style="bold", title_justify="left", caption_justify="left", pad_edge=False)
+
+
+def _more(left: int, where: str) -> str:
+    return f"{left} more column{'s' if left > 1 else ''} in {where}" if left else ""
+
+
+def text_table(title: str, heads: Sequence[str], rows: Sequence[Sequence[str]], width: int, *, more_in: str,
+               caption: str = "") -> Table:
+    """Rows of ready-made strings under short headers: the first column and as many of the next as
+    fit in ``width``, none squeezed or cut; the caption says how many more are in ``more_in``."""
+    def build(n: int) -> Table:
+        table = _table(title, "; ".join(c for c in (caption, _more(len(heads) - 1 - n, more_in)) if c))
+        for h in heads[:n + 1]:
+            table.add_column(Text(h), no_wrap=True)
+        for r in rows:
+            table.add_row(*(Text(str(c)) for c in r[:n + 1]))
+        return table
+
+    return fit_to_width(build, len(heads) - 1, width)
 
 
 def compare_table(summary: pd.DataFrame, title: str, width: int, jobs: pd.DataFrame | None = None) -> Table:
@@ -57,7 +76,7 @@ def compare_table(summary: pd.DataFrame, title: str, width: int, jobs: pd.DataFr
         caption = (f"* best beyond noise: mean JCT paired per job (2 s.e.), others {TIE_SHARE:.0%}"
                    if jobs is not None else f"* best, beyond {TIE_SHARE:.0%} of the others") + "; none when all tie"
         if left:
-            caption += f"; {left} more column{'s' if left > 1 else ''} in summary.csv"
+            caption += "; " + _more(left, "summary.csv")
         table = _table(title, caption)
         table.add_column("policy", no_wrap=True)
         for m in metrics[:n]:

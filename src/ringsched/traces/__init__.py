@@ -83,7 +83,7 @@ def _seconds(text: str, default: float) -> float:
         return default
     m = _TIME.match(text)
     if not m:
-        raise InputError(f"window bound {text.strip()!r} is not a time (seconds, or with s/m/h/d)",
+        raise InputError(f"window bound {text.strip()!r} must be a finite time >= 0 (seconds, or with s/m/h/d)",
                          field="window")
     return LIMITS["time_s"].check(float(m.group(1)) * _UNITS[m.group(2)], field="window",
                                   what=f"window bound {text.strip()!r}")

@@ -23,7 +23,7 @@ from ringsched.errors import InputError
 from ringsched.traces import schema
 from ringsched.validation.bounds import Bound
 from ringsched.validation.files import regular_file
-from ringsched.validation.tables import check_table_file, physical_line
+from ringsched.validation.tables import check_table_file, physical_line, unclosed_quote
 
 
 class BadRows:
@@ -151,11 +151,7 @@ def read_table(path: Path, required: list[str], *, text: tuple[str, ...] = (), s
     except pd.errors.EmptyDataError:
         raise InputError("file is empty", file=str(path)) from None
     except pd.errors.ParserError as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else "parse error"
-        m = re.search(r"line (\d+)", msg)
-        row = int(m.group(1)) if m else None
-        raise InputError(f"not a readable {'tab-separated' if sep == chr(9) else 'CSV'} file ({msg})",
-                         file=str(path), row=row) from None
+        raise _unreadable(path, e, sep, quoted=names is None) from None
     except UnicodeDecodeError:
         raise InputError("not a text file (cannot decode as UTF-8)", file=str(path)) from None
     except OSError as e:
@@ -189,6 +185,21 @@ def read_table(path: Path, required: list[str], *, text: tuple[str, ...] = (), s
     if len(df) == 0:
         raise InputError("file has a header but no data rows", file=str(path))
     return df
+
+
+def _unreadable(path: Path, e: Exception, sep: str, *, quoted: bool) -> InputError:
+    """The parser's complaint as an InputError. A quote that is never closed is named by the
+    line and field where it opens, found in the file (the parser counts records, not lines)."""
+    what = f"not a readable {'tab-separated' if sep == chr(9) else 'CSV'} file"
+    where = unclosed_quote(path, sep=sep) if quoted else None
+    if where is not None:
+        row, index = where
+        names = header(path) if row > 1 else []
+        return InputError(f"{what} (the quote that opens this field is never closed)", file=str(path), row=row,
+                          field=names[index] if index < len(names) else None)
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else "parse error"
+    m = re.search(r"line (\d+)", msg)
+    return InputError(f"{what} ({msg})", file=str(path), row=int(m.group(1)) if m else None)
 
 
 def _first_long_line(path: Path, sep: str, n_fields: int | None) -> int | None:

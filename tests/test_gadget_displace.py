@@ -46,6 +46,20 @@ def test_a_short_job_takes_the_gpus_of_a_long_plan_that_loses_little():
     assert on.utility.sum() > off.utility.sum()
 
 
+def test_a_short_wide_job_takes_the_gpus_of_several_long_plans():
+    """1x8: eight 20,000 s jobs of 1 GPU hold the server when a 100 s job of 8 GPUs arrives. No
+    one victim makes room for it; the eight together do (step 5), each losing a few minutes
+    of a flat utility, so the wide job runs at once. Mutant caught: step 5 left out (the wide
+    job then waits for the long ones, as without displacement)."""
+    c = parse_spec("1x8")
+    jobs = [rigid(f"long{i}", i, 1, LONG_S, c) for i in range(8)] + [rigid("wide", 1000, 8, SHORT_S, c)]
+    on, off = run(jobs, c), run(jobs, c, displace=0)
+    assert off.loc["wide", "jct_s"] > LONG_S - 1000 - 1
+    assert on.loc["wide", "jct_s"] < SHORT_S + 600
+    assert (on.loc[[f"long{i}" for i in range(8)], "jct_s"] < LONG_S + SHORT_S + 600).all()
+    assert on.utility.sum() > off.utility.sum()
+
+
 def test_a_long_job_on_the_steep_part_of_its_utility_is_not_displaced():
     """The same jobs, but the long job's utility falls from all to nothing between 100 s and
     130 s after its finish alone: a delay of the short job's time alone costs it little (the
@@ -85,17 +99,19 @@ def test_an_undone_swap_leaves_the_book_as_it_was_and_a_kept_one_takes_a_longer_
                   book.epoch, list(book.freed))
         short = policy.alone_s(js, nodes)
         longer = {j: policy.alone_s(s, nodes) for j, s in active.items()}
-        vid = real(policy, js, nodes, slot, active, previous_allocations)
-        if vid is None:
+        vids = real(policy, js, nodes, slot, active, previous_allocations)
+        if vids is None:
             g, b = book.ledger.window(slot, end)
             assert np.array_equal(g, before[0]) and np.allclose(b, before[1], atol=1e-12)
             assert {j: (p.last_slot, p.finish_s, p.payoff) for j, p in book.plans.items()} == before[2]
             assert (book.epoch, book.freed) == before[3:]
             undone.append(js.job_id)
         else:
-            assert longer[vid] > short and vid in book.plans and js.job_id in book.plans
-            kept.append((vid, js.job_id))
-        return vid
+            assert vids and js.job_id in book.plans
+            for vid in vids:
+                assert longer[vid] > short and vid in book.plans
+                kept.append((vid, js.job_id))
+        return vids
 
     monkeypatch.setattr("ringsched.policies.gadget.offers.displace", watched)
     Simulator(random_jobs(c, 40, seed), c, Gadget(), SimConfig(seed=seed, restart_s=30.0)).run()

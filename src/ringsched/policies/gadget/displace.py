@@ -25,7 +25,15 @@ objective), at most ``displace`` per decision:
    overload it rarely gets: where the job's plan leaves it no room before the next plans,
    the victim finishes far later (Philly VC ``2869ce``, 400 jobs on 4x8, seed 0: the victims
    of 111 swaps ended with a median 0.01 of their value). Delays within a step are the plans'
-   resolution, not the ledger's, and stay judged by step 3 alone.
+   resolution, not the ledger's, and stay judged by step 3 alone;
+5. a job of several workers for which the victim's GPUs do not make room (no paying plan
+   without it) may take the plans of several victims instead, the least loss first, released
+   one by one until its plan pays, at most as many as its fewest workers (each frees a GPU at
+   least). The swap stays when the job's gain exceeds the victims' losses summed (each delayed
+   by the plan's length and a restart); each victim is then offered again at once, and the
+   swap is undone when one of them has no window. On a server full of 1-GPU plans no one of
+   them makes room for a short 8-GPU job (``syn-2.1-rigid`` on 2x8 under ``deadline``: such
+   jobs waited for whole servers, 11 of 33 deadlines met over six seeds against OASiS' 18).
 
 Outside the guarantee (docs/theory.md, section 9): a displaced plan is a broken promise, and
 the release lowers prices. Off (``displace=0``) in the theorem's configuration.
@@ -45,13 +53,13 @@ def finish_loss(js, from_s: float, to_s: float) -> float:
     return float(u(from_s - a)) - (0.0 if math.isinf(to_s) else float(u(to_s - a)))
 
 
-def victim(policy, js, nodes, slot: int, active: dict):
-    """(victim's state, its plan, its finish alone from now, ``js``'s time alone) for ``js``, or
-    None (step 1)."""
+def candidates(policy, js, nodes, slot: int, active: dict) -> list[tuple]:
+    """Step 1's possible victims of ``js``, the least loss first: (loss, state, plan, its
+    finish alone from now)."""
     book = policy.book
     short = policy.alone_s(js, nodes)
     near = slot + policy.p.lend_lookahead
-    best = None
+    found = []
     for vid, plan in book.plans.items():
         vs = active.get(vid)
         if vs is None or vid in policy.overdue or vid in policy.guarded or plan.first_slot > near \
@@ -61,14 +69,20 @@ def victim(policy, js, nodes, slot: int, active: dict):
         if long <= short:
             continue
         end = nodes.now_s + long
-        key = (finish_loss(vs, end, end + short), book.commit_seq(vid))
-        if best is None or key < best[0]:
-            best = (key, vs, plan, end)
-    if best is None:
+        found.append(((finish_loss(vs, end, end + short), book.commit_seq(vid)), vs, plan, end))
+    return sorted(found, key=lambda c: c[0])
+
+
+def victim(policy, js, nodes, slot: int, active: dict, found: list | None = None):
+    """(victim's state, its plan, its finish alone from now, ``js``'s time alone) for ``js``, or
+    None (step 1); ``found``: its ``candidates`` when known."""
+    found = candidates(policy, js, nodes, slot, active) if found is None else found
+    if not found:
         return None
     # no gain of the job's (its utility at its earliest finish) can pay for the least loss (a
     # delay of its time alone and a restart): most failed offers under load end here
-    vs, plan, end = best[1:]
+    vs, plan, end = found[0][1:]
+    short = policy.alone_s(js, nodes)
     earliest = float(js.job.utility(nodes.now_s + short - js.job.arrival_s))
     if earliest <= finish_loss(vs, end, end + short + policy.p.restart_for(nodes)):
         return None
@@ -83,13 +97,14 @@ def restore(book, jid: str, old: Plan, slot: int, mark: tuple) -> None:
     book.reset_release_counts(mark)
 
 
-def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -> str | None:
-    """Try one swap for ``js``, whose offer failed: the displaced job when it stays (both jobs
+def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -> list[str] | None:
+    """Try one swap for ``js``, whose offer failed: the displaced jobs when it stays (every job
     planned), else None (the book as it was)."""
-    found = victim(policy, js, nodes, slot, active)
-    if found is None:
+    found = candidates(policy, js, nodes, slot, active)
+    first = victim(policy, js, nodes, slot, active, found)
+    if first is None:
         return None
-    vs, old, end_v, short = found
+    vs, old, end_v, short = first
     book, jid, vid = policy.book, js.job_id, vs.job_id
     u, a = js.job.utility, js.job.arrival_s
     here = previous_allocations.get(jid, ())
@@ -98,6 +113,8 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
     plan = policy.offer(js, nodes, slot, here)
     if plan is None or plan.payoff <= 0:
         restore(book, vid, old, slot, mark)
+        if js.job.min_workers > 1 and len(found) > 1:  # (step 5: a wide job, several victims)
+            return displace_several(policy, js, nodes, slot, previous_allocations, found[:js.job.min_workers], short)
         return None
     # what the job gets without the swap: its best plan with the victim's plan in place
     restore(book, vid, old, slot, mark)
@@ -125,4 +142,53 @@ def displace(policy, js, nodes, slot: int, active: dict, previous_allocations) -
         restore(book, vid, old, slot, mark)
         return None
     book.commit(vid, again)
-    return vid
+    return [vid]
+
+
+def displace_several(policy, js, nodes, slot: int, previous_allocations, found: list, short: float):
+    """Step 5: the victims, least loss first, that together make room for ``js``'s plan (at most
+    its fewest workers of them: each frees a GPU at least), when its gain exceeds their losses
+    summed; each is offered again at once. The displaced jobs, or None (the book as it was)."""
+    book, jid = policy.book, js.job_id
+    u, a = js.job.utility, js.job.arrival_s
+    here = previous_allocations.get(jid, ())
+    mark = book.release_counts()
+    taken, plan = [], None
+    for _, vs, old, end in found:
+        book.release(vs.job_id, slot)
+        taken.append((vs, old, end))
+        if len(taken) > 1:
+            plan = policy.offer(js, nodes, slot, here)
+            if plan is not None and plan.payoff > 0:
+                break
+
+    def undo():
+        for vs, old, _ in taken:
+            restore(book, vs.job_id, old, slot, mark)
+
+    undo()
+    if plan is None or plan.payoff <= 0:
+        return None
+    stay = policy.offer(js, nodes, slot, here, must=True)  # (what the job gets without the swap)
+    without = 0.0 if stay is None else float(u(stay.finish_s - a))
+    taken = [(vs, book.plans[vs.job_id], end) for vs, _, end in taken]
+    for vs, _, _ in taken:
+        book.release(vs.job_id, slot)
+    done = max(plan.finish_s, nodes.now_s + short)
+    delay = done - nodes.now_s + policy.p.restart_for(nodes)
+    if float(u(done - a)) - without <= sum(finish_loss(vs, end, end + delay) for vs, _, end in taken):
+        undo()
+        return None
+    book.commit(jid, plan)
+    again = []
+    for vs, _, _ in taken:
+        replan = policy.offer(vs, nodes, slot, previous_allocations.get(vs.job_id, ()), must=True)
+        if replan is None:  # a victim with no window: the swap is undone
+            for vid in again:
+                book.release(vid, slot)
+            book.release(jid, slot)
+            undo()
+            return None
+        book.commit(vs.job_id, replan)
+        again.append(vs.job_id)
+    return again

@@ -48,9 +48,9 @@ def offer_unplanned(policy, jobs, active: dict, nodes: Nodes, slot: int, behind:
         later = paying and not must and policy.p.displace_late and plan.first_slot > slot
         if (later or not paying) and swaps > 0:
             swaps -= 1
-            vid = displace(policy, js, nodes, slot, active, previous_allocations)
-            if vid is not None:
-                policy.displaced.append((vid, jid))
+            vids = displace(policy, js, nodes, slot, active, previous_allocations)
+            if vids is not None:
+                policy.displaced.extend((vid, jid) for vid in vids)
                 policy.misses.pop(jid, None)
                 quick = {}  # (a release lowered prices: the decision's bounds may no longer hold)
                 continue
